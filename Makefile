@@ -1,0 +1,40 @@
+# Two commands for a new user: `make demo` and `make test`. Both are idempotent.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+VPY := $(VENV)/bin/python
+DEPS_STAMP := $(VENV)/.deps-installed
+PKG_STAMP := $(VENV)/.pkg-installed
+PKG_SOURCES := setup.py $(shell find npu_tf_profiling -name '*.py' -o -name '*.pth' 2>/dev/null)
+PYTEST_ARGS ?=
+
+.PHONY: demo test install check-latest clean
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS_STAMP): $(VPY) constraints.txt requirements-dev.txt
+	$(VPY) -m pip install -q --disable-pip-version-check -c constraints.txt -r requirements-dev.txt
+	touch $@
+
+# A real (non-editable) install, so the start-up hook (.pth) for the env-var path is in site-packages.
+$(PKG_STAMP): $(DEPS_STAMP) $(PKG_SOURCES)
+	$(VPY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
+	touch $@
+
+install: $(PKG_STAMP)
+
+demo: install
+	$(VPY) samples/estimator_profiling.py
+
+test: install
+	$(VPY) -m pytest -q $(PYTEST_ARGS) tests
+
+# Proves the package imports (and the Session path resolves profiling) on the newest TensorFlow.
+check-latest:
+	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest
+	.venv-latest/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
+	.venv-latest/bin/python -m pytest -q tests/test_latest_tf.py
+
+clean:
+	rm -rf $(VENV) .venv-latest build *.egg-info

@@ -1,0 +1,15 @@
+"""npu_tf_profiling: Ascend npu_bridge-style profiling for TensorFlow graph-mode training.
+
+Importing the package installs the Session integration (as importing
+``npu_bridge.npu_init`` does upstream) without importing TensorFlow itself: the
+hook is applied when TensorFlow's session module loads, so the offline
+``reports`` and the CLI stay fast and TensorFlow-free.
+"""
+from npu_tf_profiling.config import (  # noqa: F401
+    ProfilingConfig,
+    ProfilingOptions,
+    ProfilingOptionsError,
+    resolve_profiling,
+)
+
+__version__ = "0.1.0"

@@ -1,0 +1,65 @@
+"""`npu-tf-prof`: the command-line front door.
+
+Each sub-command lives next to the room it belongs to (``graph_points.command``,
+``reports.command``...) and is imported only when chosen, so `report` and
+`cluster` never pay for importing TensorFlow.
+
+Exit codes: 0 success, 2 bad input (missing/corrupt file, bad arguments),
+3 nothing found (e.g. no fp/bp points). Sub-commands return these.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Callable, Sequence
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FOUND = 3
+
+# sub-command name -> module that defines `add_arguments(parser)` and `run(args) -> int`
+SUBCOMMANDS: dict[str, str] = {
+    "points": "npu_tf_profiling.graph_points.command",
+    "report": "npu_tf_profiling.reports.command_report",
+    "summary": "npu_tf_profiling.reports.command_summary",
+}
+
+SUBCOMMAND_HELP: dict[str, str] = {
+    "points": "find fp/bp/GetNext/all-reduce/iteration-end points in a saved graph",
+    "report": "(re)build step_trace CSV/JSON reports from a PROF_* folder's raw data",
+    "summary": "print a short summary of a PROF_* folder (where the iteration time goes)",
+}
+
+
+def _load(name: str) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]:
+    module = importlib.import_module(SUBCOMMANDS[name])
+    return module.add_arguments, module.run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="npu-tf-prof", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in SUBCOMMAND_HELP.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    # Parse the command name first so only the chosen sub-command's module is imported.
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
+        try:
+            parser.parse_args(argv or ["--help"])
+        except SystemExit as exc:
+            return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT
+    name = argv[0]
+    add_arguments, run = _load(name)
+    sub_parser = argparse.ArgumentParser(prog=f"npu-tf-prof {name}", description=SUBCOMMAND_HELP[name])
+    add_arguments(sub_parser)
+    try:
+        args = sub_parser.parse_args(argv[1:])
+    except SystemExit as exc:
+        return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The on-disk contract between the runtime (writer) and the reports (readers).
+
+Neither side imports the other: the runtime needs TensorFlow, the reports must
+not. Both import this module, which holds only names and paths.
+
+    <output>/PROF_<pid>_<YYYYmmddHHMMSS>_<8 random chars>/      one per process
+        device_<id>/
+            info.json                 resolved options, source, models and their
+                                      TracePoints, versions, host, pid, rank...
+            data/
+                training_trace.jsonl  one JSON object per iteration (append-only)
+        mindstudio_profiler_output/
+            step_trace_<ts>.csv / step_trace_<ts>.json   (reports)
+
+A training_trace record (times are microseconds since the Unix epoch, floats):
+    {"model_id": 1,               # one per distinct training graph
+     "run": 7,                    # per-model counter of traced runs, from 1
+     "step": 7 | null,            # global step after the update, when the graph has one
+     "get_next": [[start, end], ...],   # one pair per data-input op, may be []
+     "fp_start": float | null,
+     "bp_end": float | null,
+     "reduce": [[start, end], ...],     # one pair per all-reduce group, may be []
+     "iteration_end": float}
+
+Readers must tolerate a torn last line (the process was killed mid-write).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+PROF_DIR_PREFIX = "PROF_"
+DEVICE_DIR_PREFIX = "device_"
+INFO_FILE = "info.json"
+DATA_DIR = "data"
+TRAINING_TRACE_FILE = "training_trace.jsonl"
+REPORT_DIR = "mindstudio_profiler_output"
+
+# Keys of one training_trace record.
+K_MODEL_ID = "model_id"
+K_RUN = "run"
+K_STEP = "step"
+K_GET_NEXT = "get_next"
+K_FP_START = "fp_start"
+K_BP_END = "bp_end"
+K_REDUCE = "reduce"
+K_ITERATION_END = "iteration_end"
+
+
+def device_dir(prof_dir: Path, device_id: int) -> Path:
+    return Path(prof_dir) / f"{DEVICE_DIR_PREFIX}{device_id}"
+
+
+def training_trace_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / TRAINING_TRACE_FILE
+
+
+def report_dir(prof_dir: Path) -> Path:
+    return Path(prof_dir) / REPORT_DIR
+
+
+def device_dirs(prof_dir: Path) -> list[Path]:
+    """The device_<id> folders of one PROF_* folder, by device id."""
+    found = [p for p in Path(prof_dir).glob(f"{DEVICE_DIR_PREFIX}*") if p.is_dir()]
+    return sorted(found, key=lambda p: int(p.name[len(DEVICE_DIR_PREFIX):]) if p.name[len(DEVICE_DIR_PREFIX):].isdigit() else -1)

@@ -1,0 +1,38 @@
+"""Packaging for npu_tf_profiling.
+
+TensorFlow itself is not an install requirement: users bring their own build
+(`tensorflow`, `tensorflow-cpu`, a GPU build), and pip would otherwise pull a
+second, conflicting distribution. The pinned test environment is in
+constraints.txt.
+"""
+from pathlib import Path
+
+from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+AUTOSTART_PTH = "npu_tf_profiling_autostart.pth"
+
+
+class BuildPyWithStartupHook(build_py):
+    """Also ship the start-up hook (.pth) at the top of site-packages.
+
+    The hook lets an unmodified script be profiled through PROFILING_MODE /
+    PROFILING_OPTIONS alone, as upstream does; it costs one env lookup when
+    the variables are unset.
+    """
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(AUTOSTART_PTH, str(Path(self.build_lib) / AUTOSTART_PTH))
+
+
+setup(
+    name="npu_tf_profiling",
+    version="0.1.0",
+    description="Ascend npu_bridge-style profiling (step trace, task trace) for TensorFlow graph-mode training on CPU/GPU",
+    python_requires=">=3.9",
+    packages=find_packages(include=["npu_tf_profiling", "npu_tf_profiling.*"]),
+    install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20"],
+    cmdclass={"build_py": BuildPyWithStartupHook},
+    entry_points={"console_scripts": ["npu-tf-prof=npu_tf_profiling.cli:main"]},
+)
