@@ -5,11 +5,15 @@ Importing the package installs the Session integration (as importing
 hook is applied when TensorFlow's session module loads, so the offline
 ``reports`` and the CLI stay fast and TensorFlow-free.
 """
-from npu_tf_profiling.config import (  # noqa: F401
+from npu_tf_profiling.config import (
     ProfilingConfig,
     ProfilingOptions,
     ProfilingOptionsError,
     resolve_profiling,
 )
+from npu_tf_profiling.runtime import install as _install_session_integration
 
 __version__ = "0.1.0"
+__all__ = ["ProfilingConfig", "ProfilingOptions", "ProfilingOptionsError", "resolve_profiling"]
+
+_install_session_integration()

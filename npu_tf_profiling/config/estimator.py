@@ -1,0 +1,222 @@
+"""The Estimator-side surface of npu_bridge: NPURunConfig, NPUEstimator and helpers.
+
+`NPURunConfig` writes the profiling request into its `session_config` as the
+`NpuOptimizer` custom optimizer, exactly as upstream does. Every session the
+Estimator creates carries it, and the Session integration (installed by importing
+this package) attaches profiling there; so even a plain
+`tf.estimator.Estimator(config=NPURunConfig(...))` is profiled.
+
+TensorFlow 2.16+ has no `tf.estimator`. The package still imports there; the
+Estimator-only names below raise `EstimatorUnavailableError` when used.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+
+from npu_tf_profiling.config.errors import EstimatorUnavailableError
+from npu_tf_profiling.config.profiling_config import ProfilingConfig
+from npu_tf_profiling.config.session_proto import read_request, write_request
+
+try:  # tf.estimator exists up to TensorFlow 2.15.
+    from tensorflow_estimator.python.estimator import estimator as _estimator_lib
+    from tensorflow_estimator.python.estimator import model_fn as _model_fn_lib
+    from tensorflow_estimator.python.estimator import run_config as _run_config_lib
+
+    _ESTIMATOR_ERROR: str | None = None
+except ImportError as _exc:  # pragma: no cover - exercised by `make check-latest`
+    _ESTIMATOR_ERROR = (
+        f"tf.estimator is not available in TensorFlow {tf.__version__} ({_exc}); NPURunConfig, NPUEstimator, "
+        "NPUEstimatorSpec and npu_run_config_init need TensorFlow <= 2.15 with tensorflow-estimator "
+        "(pip install 'tensorflow==2.15.1'). The sess.run (NpuOptimizer) and PROFILING_MODE paths work on this version."
+    )
+
+# npu_bridge knobs that tune Ascend hardware; accepted so scripts run unchanged, and
+# reported once because they change nothing on CPU/GPU.
+NPU_ONLY_KNOBS = (
+    "enable_data_pre_proc",
+    "precision_mode",
+    "enable_reduce_precision",
+    "variable_format_optimize",
+    "mix_compile_mode",
+    "hcom_parallel",
+    "graph_memory_max_size",
+    "variable_memory_max_size",
+    "auto_tune_mode",
+    "dump_config",
+    "stream_max_parallel_num",
+    "is_tailing_optimization",
+    "horovod_mode",
+    "graph_run_mode",
+    "op_debug_level",
+    "enable_scope_fusion_passes",
+    "enable_exception_dump",
+    "op_select_implmode",
+    "optypelist_for_implmode",
+    "dynamic_input_config",
+    "mstune_mode",
+    "work_path",
+    "buffer_optimize",
+    "enable_small_channel",
+    "fusion_switch_file",
+    "enable_compress_weight",
+    "compress_weight_conf",
+    "op_compiler_cache_mode",
+    "op_compiler_cache_dir",
+    "debug_dir",
+    "hcom_multi_mode",
+    "dynamic_input",
+    "dynamic_graph_execute_mode",
+    "dynamic_inputs_shape_range",
+    "local_rank_id",
+    "local_device_list",
+    "session_device_id",
+    "distribute_config",
+    "modify_mixlist",
+    "op_precision_mode",
+    "device_type",
+    "soc_config",
+    "hccl_timeout",
+    "op_wait_timeout",
+    "op_execute_timeout",
+    "HCCL_algorithm",
+    "customize_dtypes",
+    "op_debug_config",
+    "memory_config",
+    "experimental_config",
+    "jit_compile",
+    "topo_sorting_mode",
+    "aoe_config_file",
+    "insert_op_file",
+    "stream_sync_timeout",
+    "event_sync_timeout",
+    "external_weight",
+    "es_cluster_config",
+    "deterministic",
+    "frozen_variable",
+    "variable_placement",
+    "precision_mode_v2",
+)
+
+
+def _require_estimator(what: str) -> None:
+    if _ESTIMATOR_ERROR is not None:
+        raise EstimatorUnavailableError(f"{what}: {_ESTIMATOR_ERROR}")
+
+
+def npu_config_proto(config_proto: Any = None, profiling_config: ProfilingConfig | None = None) -> config_pb2.ConfigProto:
+    """A ConfigProto carrying the NpuOptimizer entry (a copy; the argument is not changed).
+
+    With `profiling_config`, the entry asks for profiling; without it, any existing
+    request is kept (and otherwise profiling is left to the environment variables).
+    """
+    config = config_pb2.ConfigProto(allow_soft_placement=True)
+    if config_proto is not None:
+        config.CopyFrom(config_proto)
+    if profiling_config is not None:
+        write_request(config, profiling_config.enable_profiling, profiling_config.profiling_options)
+    else:
+        existing = read_request(config)
+        write_request(config, existing.profiling_mode, existing.profiling_options)
+    return config
+
+
+def npu_hooks_append(hooks_list: list | None = None) -> list:
+    """Upstream appends Ascend broadcast hooks here; CPU/GPU TensorFlow needs none, so the list is returned as given."""
+    return list(hooks_list) if hooks_list is not None else []
+
+
+if _ESTIMATOR_ERROR is None:
+
+    class NPURunConfig(_run_config_lib.RunConfig):
+        """`tf.estimator.RunConfig` with upstream npu_bridge's profiling-related arguments."""
+
+        def __init__(
+            self,
+            iterations_per_loop: int = 1,
+            profiling_config: ProfilingConfig | None = None,
+            model_dir: str | None = None,
+            tf_random_seed: int | None = None,
+            save_summary_steps: int = 0,
+            save_checkpoints_steps: int | None = None,
+            save_checkpoints_secs: int | None = None,
+            session_config: config_pb2.ConfigProto | None = None,
+            keep_checkpoint_max: int = 5,
+            keep_checkpoint_every_n_hours: int = 10000,
+            log_step_count_steps: int = 100,
+            train_distribute: Any = None,
+            eval_distribute: Any = None,
+            **npu_only_knobs: Any,
+        ) -> None:
+            unknown = sorted(set(npu_only_knobs) - set(NPU_ONLY_KNOBS))
+            if unknown:
+                raise TypeError(f"NPURunConfig got unexpected keyword argument(s): {', '.join(unknown)}")
+            if npu_only_knobs:
+                warnings.warn(
+                    "NPURunConfig: " + ", ".join(sorted(npu_only_knobs)) + " accepted, no effect on CPU/GPU TensorFlow",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            if not isinstance(iterations_per_loop, int) or isinstance(iterations_per_loop, bool) or iterations_per_loop < 1:
+                raise ValueError(f"NPURunConfig: iterations_per_loop must be a positive int, got {iterations_per_loop!r}")
+            if profiling_config is not None and not isinstance(profiling_config, ProfilingConfig):
+                raise TypeError(f"NPURunConfig: profiling_config must be a ProfilingConfig, got {type(profiling_config).__name__}")
+            self.iterations_per_loop = iterations_per_loop
+            self._profiling_config = profiling_config
+            super().__init__(
+                model_dir=model_dir,
+                tf_random_seed=tf_random_seed,
+                save_summary_steps=save_summary_steps,
+                save_checkpoints_steps=save_checkpoints_steps,
+                save_checkpoints_secs=save_checkpoints_secs,
+                session_config=npu_config_proto(session_config, profiling_config),
+                keep_checkpoint_max=keep_checkpoint_max,
+                keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+                log_step_count_steps=log_step_count_steps,
+                train_distribute=train_distribute,
+                eval_distribute=eval_distribute,
+            )
+
+        @property
+        def profiling_config(self) -> ProfilingConfig | None:
+            return self._profiling_config
+
+    class NPUEstimator(_estimator_lib.Estimator):
+        """npu_bridge-style Estimator: a tf.estimator.Estimator whose sessions carry the NpuOptimizer entry."""
+
+        def __init__(self, model_fn: Any, model_dir: str | None = None, config: Any = None, params: Any = None,
+                     job_start_file: str = "", warm_start_from: Any = None) -> None:
+            if config is None:
+                config = NPURunConfig(model_dir=model_dir)
+            elif not isinstance(config, NPURunConfig):
+                config = npu_run_config_init(config)
+            super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params, warm_start_from=warm_start_from)
+
+    class NPUEstimatorSpec(_model_fn_lib.EstimatorSpec):
+        """Upstream's EstimatorSpec subclass; nothing Ascend-specific is needed on CPU/GPU."""
+
+    def npu_run_config_init(run_config: Any = None) -> Any:
+        """A RunConfig whose session_config carries the NpuOptimizer entry (profiling then follows the env vars)."""
+        run_config = run_config if run_config is not None else _run_config_lib.RunConfig()
+        return run_config.replace(session_config=npu_config_proto(run_config.session_config))
+
+else:  # pragma: no cover - exercised by `make check-latest`
+
+    class _Unavailable:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            _require_estimator(type(self).__name__)
+
+    class NPURunConfig(_Unavailable):  # type: ignore[no-redef]
+        """Unavailable: this TensorFlow has no tf.estimator."""
+
+    class NPUEstimator(_Unavailable):  # type: ignore[no-redef]
+        """Unavailable: this TensorFlow has no tf.estimator."""
+
+    class NPUEstimatorSpec(_Unavailable):  # type: ignore[no-redef]
+        """Unavailable: this TensorFlow has no tf.estimator."""
+
+    def npu_run_config_init(run_config: Any = None) -> Any:  # type: ignore[misc]
+        _require_estimator("npu_run_config_init")

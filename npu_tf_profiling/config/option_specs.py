@@ -1,0 +1,156 @@
+"""The table of every profiling_options key (REFERENCE §2) and how each is checked.
+
+One `OptionSpec` per key keeps validation, defaults and the "collected here or
+not" fact in one place, so adding a key is one line, not edits in four places.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from npu_tf_profiling.config.errors import ProfilingOptionsError
+
+ON_OFF = ("on", "off")
+AIC_METRICS = (
+    "ArithmeticUtilization",
+    "PipeUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+    "MemoryAccess",
+)
+_CUSTOM_METRICS = re.compile(r"^Custom:0x[0-9a-fA-F]+(,0x[0-9a-fA-F]+)*$")
+_STORAGE_LIMIT = re.compile(r"^(\d+)MB$")
+STORAGE_LIMIT_MB = (200, 4294967295)
+_CONTROL_CHARS = set("\n\f\r\b\t\v\x7f")
+
+Validator = Callable[[str, Any], Any]
+
+
+def _fail(key: str, value: Any, allowed: str) -> ProfilingOptionsError:
+    return ProfilingOptionsError(f"option '{key}': invalid value {value!r}; expected {allowed}")
+
+
+def choice(*allowed: str) -> Validator:
+    def check(key: str, value: Any) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise _fail(key, value, "one of " + ", ".join(repr(a) for a in allowed))
+        return value
+
+    return check
+
+
+def int_range(low: int, high: int, unit: str = "") -> Validator:
+    """Whole numbers, given as JSON numbers or digit strings (both appear in real scripts)."""
+
+    def check(key: str, value: Any) -> int:
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and value.strip().isdigit():
+            number = int(value.strip())
+        if number is None or not low <= number <= high:
+            raise _fail(key, value, f"a whole number from {low} to {high}{unit}")
+        return number
+
+    return check
+
+
+def comma_list(*allowed: str) -> Validator:
+    def check(key: str, value: Any) -> str:
+        items = value.split(",") if isinstance(value, str) else None
+        if not items or any(item.strip() not in allowed for item in items) or len(set(items)) != len(items):
+            raise _fail(key, value, "a comma-separated list of distinct items from " + ", ".join(allowed))
+        return ",".join(item.strip() for item in items)
+
+    return check
+
+
+def op_name(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _fail(key, value, 'an operator name string ("" = found automatically)')
+    return value
+
+
+def path_text(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(key, value, "a non-empty directory path string")
+    bad = sorted({repr(c) for c in value if c in _CONTROL_CHARS})
+    if bad:
+        raise _fail(key, value, f"a path without control characters (found {', '.join(bad)})")
+    return value
+
+
+def storage_limit(key: str, value: Any) -> str:
+    match = _STORAGE_LIMIT.match(value) if isinstance(value, str) else None
+    low, high = STORAGE_LIMIT_MB
+    if not match or not low <= int(match.group(1)) <= high:
+        raise _fail(key, value, f"a size in MB with the unit, e.g. \"500MB\", from {low}MB to {high}MB")
+    return value
+
+
+def aic_metrics(key: str, value: Any) -> str:
+    if isinstance(value, str) and (value in AIC_METRICS or _CUSTOM_METRICS.match(value)):
+        return value
+    raise _fail(key, value, "one of " + ", ".join(AIC_METRICS) + ", or 'Custom:0x..' event ids")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    key: str
+    validate: Validator
+    # True when this package collects or honours the option on CPU/GPU TensorFlow.
+    collected: bool
+    help: str
+
+
+SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("output", path_text, True, "where profiling data goes"),
+    OptionSpec("storage_limit", storage_limit, True, "cap on this run's disk use"),
+    OptionSpec("training_trace", choice(*ON_OFF), True, "iteration trace: GetNext/FP/BP/reduce/iteration end"),
+    OptionSpec("task_trace", choice("on", "off", "l0", "l1"), False, "per-op task timeline"),
+    OptionSpec("fp_point", op_name, True, "forward-start operator"),
+    OptionSpec("bp_point", op_name, True, "backward-end operator"),
+    OptionSpec("aicpu", choice(*ON_OFF), False, "AI CPU ops (host CPU ops here)"),
+    OptionSpec("hccl", choice(*ON_OFF), True, "collective communication (deprecated upstream)"),
+    OptionSpec("aic_metrics", aic_metrics, False, "AI Core hardware counters"),
+    OptionSpec("aiv_metrics", aic_metrics, False, "AI Vector core hardware counters"),
+    OptionSpec("l2", choice(*ON_OFF), False, "L2 cache sampling"),
+    OptionSpec("msproftx", choice(*ON_OFF), False, "msproftx user markers"),
+    OptionSpec("runtime_api", choice(*ON_OFF), False, "runtime API trace"),
+    OptionSpec("instr_profiling", choice(*ON_OFF), False, "instruction profiling"),
+    OptionSpec("ge_api", choice("off", "l0", "l1"), False, "graph-engine API trace"),
+    OptionSpec("sys_hardware_mem_freq", int_range(1, 100, " Hz"), False, "device memory sampling"),
+    OptionSpec("sys_io_sampling_freq", int_range(1, 100, " Hz"), False, "NIC/RoCE sampling"),
+    OptionSpec("dvpp_freq", int_range(1, 100, " Hz"), False, "DVPP sampling"),
+    OptionSpec("sys_interconnection_freq", int_range(1, 50, " Hz"), False, "HCCS/PCIe sampling"),
+    OptionSpec("host_sys_usage_freq", int_range(1, 50, " Hz"), False, "host CPU/memory usage sampling"),
+    OptionSpec("instr_profiling_freq", int_range(300, 30000, " Hz"), False, "instruction sampling"),
+    OptionSpec("llc_profiling", choice("read", "write"), False, "LLC sampling"),
+    OptionSpec("host_sys", comma_list("cpu", "mem", "disk", "network", "osrt"), False, "host system data"),
+    OptionSpec("host_sys_usage", comma_list("cpu", "mem"), False, "host system usage"),
+)
+
+SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}
+
+# Spellings that mean the same key. `task_time` is a documented alias; the rest are
+# old keys found in published Ascend training scripts (accepted with a deprecation note).
+ALIASES: dict[str, str] = {"task_time": "task_trace"}
+LEGACY_KEYS: dict[str, str] = {"result_path": "output", "aicpu_trace": "aicpu", "ai_core_metrics": "aic_metrics"}
+
+# Profiling on with empty options means this set (REFERENCE §1).
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "output": "./",
+    "training_trace": "on",
+    "task_trace": "on",
+    "hccl": "on",
+    "aicpu": "on",
+    "aic_metrics": "PipeUtilization",
+    "msproftx": "off",
+}
+
+# The value that means "not asked for" for the not-collected report.
+OFF_VALUES = ("off", "")

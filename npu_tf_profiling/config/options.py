@@ -1,0 +1,191 @@
+"""`ProfilingOptions`: the validated options model every way of turning profiling on shares.
+
+Validation is eager and total: every key of REFERENCE §2 is checked for type,
+allowed values and ranges when the object is built, so a bad option is a clear
+error before training starts instead of a silently empty trace afterwards.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from npu_tf_profiling.config import legacy
+from npu_tf_profiling.config.errors import ProfilingOptionsError
+from npu_tf_profiling.config.option_specs import (
+    ALIASES,
+    DEFAULT_OPTIONS,
+    LEGACY_KEYS,
+    OFF_VALUES,
+    SPEC_BY_KEY,
+    STORAGE_LIMIT_MB,
+)
+
+_KNOWN_SPELLINGS = sorted(set(SPEC_BY_KEY) | set(ALIASES) | set(LEGACY_KEYS))
+
+
+@dataclass(frozen=True)
+class ProfilingOptions:
+    """Every profiling_options key; None means "not given" (so `to_json` round-trips exactly).
+
+    `notes` holds the deprecation notes produced while parsing legacy spellings;
+    they are not options and are not serialised.
+    """
+
+    output: str | None = None
+    storage_limit: str | None = None
+    training_trace: str | None = None
+    task_trace: str | None = None
+    fp_point: str | None = None
+    bp_point: str | None = None
+    aicpu: str | None = None
+    hccl: str | None = None
+    aic_metrics: str | None = None
+    aiv_metrics: str | None = None
+    l2: str | None = None
+    msproftx: str | None = None
+    runtime_api: str | None = None
+    instr_profiling: str | None = None
+    ge_api: str | None = None
+    sys_hardware_mem_freq: int | None = None
+    sys_io_sampling_freq: int | None = None
+    dvpp_freq: int | None = None
+    sys_interconnection_freq: int | None = None
+    host_sys_usage_freq: int | None = None
+    instr_profiling_freq: int | None = None
+    llc_profiling: str | None = None
+    host_sys: str | None = None
+    host_sys_usage: str | None = None
+    notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    # ----- construction -------------------------------------------------------------------
+    @classmethod
+    def parse(cls, source: str | bytes | Mapping[str, Any] | None, *, origin: str = "profiling_options") -> "ProfilingOptions":
+        """Build from a JSON text, a dict, or None/"" (which means the default option set).
+
+        `origin` names where the text came from (e.g. "PROFILING_OPTIONS") in error messages.
+        """
+        notes: list[str] = []
+        if source is None:
+            raw: Mapping[str, Any] = {}
+        elif isinstance(source, Mapping):
+            raw = source
+        elif isinstance(source, (str, bytes)):
+            raw = cls._parse_text(source, origin, notes)
+        else:
+            raise ProfilingOptionsError(f"{origin}: expected a JSON text or a dict, got {type(source).__name__}")
+        if not raw:
+            raw = DEFAULT_OPTIONS
+        return cls._from_mapping(raw, origin, notes)
+
+    @staticmethod
+    def _parse_text(source: str | bytes, origin: str, notes: list[str]) -> Mapping[str, Any]:
+        if isinstance(source, bytes):
+            try:
+                source = source.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ProfilingOptionsError(f"{origin}: not UTF-8 text ({exc})") from None
+        if not source.strip():
+            return {}
+        colon = legacy.colon_list_to_dict(source)
+        if colon is not None:
+            notes.append(colon[1])
+            return colon[0]
+        text, note = legacy.strip_line_continuations(source)
+        if note:
+            notes.append(note)
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProfilingOptionsError(
+                f"{origin}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
+        except RecursionError:
+            raise ProfilingOptionsError(f"{origin}: invalid JSON: nested too deeply") from None
+        if not isinstance(parsed, dict):
+            raise ProfilingOptionsError(f"{origin}: expected a JSON object {{\"key\": \"value\", ...}}, got {type(parsed).__name__}")
+        return parsed
+
+    @classmethod
+    def _from_mapping(cls, raw: Mapping[str, Any], origin: str, notes: list[str]) -> "ProfilingOptions":
+        renamed, legacy_notes = legacy.rename_legacy_keys(dict(raw))
+        notes.extend(legacy_notes)
+        values: dict[str, Any] = {}
+        for key, value in renamed.items():
+            if not isinstance(key, str):
+                raise ProfilingOptionsError(f"{origin}: option names must be strings, got {key!r}")
+            canonical = ALIASES.get(key, key)
+            spec = SPEC_BY_KEY.get(canonical)
+            if spec is None:
+                raise ProfilingOptionsError(f"{origin}: unknown option {key!r}{_suggestion(key)}")
+            if canonical in values:
+                raise ProfilingOptionsError(
+                    f"{origin}: option '{canonical}' is given twice (as '{canonical}' and an alias/legacy spelling); keep one"
+                )
+            values[canonical] = spec.validate(canonical, value)
+        return cls(**values, notes=tuple(notes))
+
+    # ----- views --------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The options that were given, by canonical key."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "notes" and getattr(self, f.name) is not None}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def is_on(self, key: str) -> bool:
+        value = getattr(self, key)
+        return value is not None and value not in OFF_VALUES
+
+    def not_collected(self) -> list[str]:
+        """Keys asked for (set to something other than off) that nothing collects on CPU/GPU.
+
+        The runtime reports these once as "accepted, not collected on <device>": they
+        are never silently dropped.
+        """
+        return [key for key, value in self.to_dict().items() if not SPEC_BY_KEY[key].collected and value not in OFF_VALUES]
+
+    @property
+    def storage_limit_bytes(self) -> int | None:
+        if self.storage_limit is None:
+            return None
+        return int(self.storage_limit[: -len("MB")]) * 1024 * 1024
+
+    def resolve_output(self, cwd: str | os.PathLike[str] | None = None) -> Path:
+        """The absolute output directory, created if missing and proven writable.
+
+        Called at resolution time (session creation / config build), so a bad path fails
+        before any training step runs rather than when the first data is written.
+        """
+        raw = self.output if self.output is not None else DEFAULT_OPTIONS["output"]
+        path = Path(raw).expanduser()
+        if not path.is_absolute():
+            path = Path(cwd if cwd is not None else os.getcwd()) / path
+        path = Path(os.path.normpath(path))
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProfilingOptionsError(f"option 'output': cannot create directory {str(path)!r}: {exc.strerror or exc}") from None
+        if not path.is_dir():
+            raise ProfilingOptionsError(f"option 'output': {str(path)!r} exists but is not a directory")
+        probe = path / f".npu_tf_profiling_write_test_{os.getpid()}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise ProfilingOptionsError(f"option 'output': directory {str(path)!r} is not writable: {exc.strerror or exc}") from None
+        return path
+
+
+def _suggestion(key: str) -> str:
+    close = difflib.get_close_matches(key, _KNOWN_SPELLINGS, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean '{close[0]}'?)"
+    return "; known options: " + ", ".join(sorted(SPEC_BY_KEY))
+
+
+__all__ = ["ProfilingOptions", "ProfilingOptionsError", "STORAGE_LIMIT_MB"]

@@ -1,0 +1,96 @@
+"""Which profiling request wins: the session's NpuOptimizer entry or the environment.
+
+Implements upstream GE's `ProfilingManager::InitFromOptions` precedence (REFERENCE §1):
+
+1. A session with `profiling_mode` on and non-empty options wins.
+2. Otherwise the env vars apply when `PROFILING_MODE` is `true` (any case;
+   upper case gets a deprecation note). Empty `PROFILING_OPTIONS` means the defaults.
+3. A session with profiling on but empty options, and no env request, means the
+   default option set (source "session").
+4. A session with profiling off does not block the env vars.
+5. `PROFILING_MODE` of `false`, empty or unset means off; `dynamic` is reported as not
+   supported yet; anything else is an error naming the variable.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from npu_tf_profiling.config.errors import ProfilingDeprecationWarning, ProfilingOptionsError
+from npu_tf_profiling.config.options import ProfilingOptions
+from npu_tf_profiling.config.session_proto import read_request
+
+ENV_MODE = "PROFILING_MODE"
+ENV_OPTIONS = "PROFILING_OPTIONS"
+
+SOURCE_SESSION = "session"
+SOURCE_ENV = "env"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The effective options, where they came from, and the absolute output folder."""
+
+    options: ProfilingOptions
+    source: str
+    output_dir: Path
+
+    def describe(self) -> str:
+        """The human summary `make demo` prints and the runtime logs once."""
+        lines = [f"profiling: on (source: {self.source})", f"  output dir: {self.output_dir}"]
+        lines += [f"  {key} = {value!r}" for key, value in sorted(self.options.to_dict().items())]
+        return "\n".join(lines)
+
+
+def _env_mode(environ: Mapping[str, str]) -> str:
+    """'true', 'false' or 'dynamic'; raises for anything else."""
+    raw = environ.get(ENV_MODE, "")
+    value = raw.strip()
+    lowered = value.lower()
+    if lowered in ("", "false"):
+        if value and value != lowered:
+            _note(f"{ENV_MODE}={value} is deprecated; use {ENV_MODE}=false")
+        return "false"
+    if lowered in ("true", "dynamic"):
+        if value != lowered:
+            _note(f"{ENV_MODE}={value} is deprecated; use {ENV_MODE}={lowered}")
+        return lowered
+    raise ProfilingOptionsError(f"environment variable {ENV_MODE}={raw!r} is invalid; expected 'true', 'false' or 'dynamic'")
+
+
+def _note(message: str) -> None:
+    warnings.warn(message, ProfilingDeprecationWarning, stacklevel=4)
+
+
+def _resolved(options: ProfilingOptions, source: str) -> Resolution:
+    for note in options.notes:
+        _note(note)
+    return Resolution(options=options, source=source, output_dir=options.resolve_output())
+
+
+def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | None = None) -> Resolution | None:
+    """The effective profiling request for a session, or None when profiling is off.
+
+    Raises ProfilingOptionsError for bad options, a bad PROFILING_MODE, or an unusable
+    output folder, so the mistake surfaces before the first training step.
+    """
+    environ = os.environ if environ is None else environ
+    request = read_request(session_config)
+    session_on = request.present and request.profiling_mode
+    if session_on and request.profiling_options.strip():
+        return _resolved(ProfilingOptions.parse(request.profiling_options, origin="session profiling_options"), SOURCE_SESSION)
+    mode = _env_mode(environ)
+    if mode == "dynamic":
+        warnings.warn(
+            f"{ENV_MODE}=dynamic (run-time start/stop) is not supported yet by npu_tf_profiling; profiling stays off",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    elif mode == "true":
+        return _resolved(ProfilingOptions.parse(environ.get(ENV_OPTIONS, ""), origin=ENV_OPTIONS), SOURCE_ENV)
+    if session_on:
+        return _resolved(ProfilingOptions.parse(None), SOURCE_SESSION)
+    return None

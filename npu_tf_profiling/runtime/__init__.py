@@ -1,0 +1,12 @@
+"""The runtime room: attaching to sessions, in-graph probes, and the raw-data writer.
+
+Only `install()` is imported eagerly (it needs no TensorFlow); everything that
+touches TensorFlow loads when a profiled session appears.
+"""
+from npu_tf_profiling.runtime.session_integration import patch_session_module
+from npu_tf_profiling.runtime.tf_hook import when_session_module_loads
+
+
+def install() -> None:
+    """Make every tf.compat.v1.Session created from now on honour profiling requests."""
+    when_session_module_loads(patch_session_module)

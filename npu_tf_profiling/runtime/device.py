@@ -1,0 +1,41 @@
+"""Which device/rank id this process profiles as (the `device_<id>` folder and the Device_id column).
+
+Order, as on Ascend clusters: DEVICE_ID, then RANK_ID, then the TF_CONFIG task
+(chief first, then workers), else 0. Multi-worker runs therefore land in distinct
+folders without any extra configuration.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Mapping
+
+TASK_TYPES_IN_RANK_ORDER = ("chief", "master", "worker")
+
+
+def rank_from_tf_config(tf_config: str) -> int | None:
+    try:
+        parsed = json.loads(tf_config)
+        task = parsed["task"]
+        cluster = parsed.get("cluster", {})
+        kind, index = task["type"], int(task["index"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if kind not in TASK_TYPES_IN_RANK_ORDER:
+        return None  # ps / evaluator do not train
+    offset = 0
+    for earlier in TASK_TYPES_IN_RANK_ORDER:
+        if earlier == kind:
+            break
+        offset += len(cluster.get(earlier, []))
+    return offset + index
+
+
+def device_id(environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    for variable in ("DEVICE_ID", "RANK_ID"):
+        value = environ.get(variable, "").strip()
+        if value.isdigit():
+            return int(value)
+    rank = rank_from_tf_config(environ.get("TF_CONFIG", ""))
+    return rank if rank is not None else 0

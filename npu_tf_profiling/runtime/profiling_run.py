@@ -1,0 +1,186 @@
+"""One PROF_* folder: this process's profiling data for one output directory.
+
+Several sessions (and graphs) in one process share it: each distinct training
+graph becomes a Model ID, and every traced iteration is one appended record.
+Reports are (re)built when a session closes and once more at interpreter exit.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import secrets
+import socket
+import string
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.config import Resolution
+from npu_tf_profiling.runtime.device import device_id as current_device_id
+from npu_tf_profiling.runtime.writer import AppendOnlyWriter, StorageBudget, write_json_atomically
+
+_RANDOM_ALPHABET = string.ascii_uppercase + string.digits
+
+
+@dataclass
+class ModelEntry:
+    """A distinct training graph: its Model ID, trace points, and how many runs were traced."""
+
+    model_id: int
+    trace_points: dict[str, Any]
+    runs: int = 0
+
+
+@dataclass
+class ProfilingRun:
+    resolution: Resolution
+    device_id: int
+    prof_dir: Path
+    started_us: int
+    device_kind: str
+    models: dict[str, ModelEntry] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
+        self._trace = AppendOnlyWriter(layout.training_trace_path(self.prof_dir, self.device_id), self._budget)
+        self._write_info()
+        self._announce()
+
+    # ----- collection ---------------------------------------------------------------------
+    @property
+    def collecting(self) -> bool:
+        return self._trace.stopped_reason is None
+
+    def register_model(self, fingerprint: str, trace_points: dict[str, Any]) -> ModelEntry:
+        with self._lock:
+            entry = self.models.get(fingerprint)
+            if entry is None:
+                entry = ModelEntry(model_id=len(self.models) + 1, trace_points=trace_points)
+                self.models[fingerprint] = entry
+                self._write_info()
+            return entry
+
+    def record(self, model: ModelEntry, fields: dict[str, Any]) -> None:
+        model.runs += 1
+        record = {layout.K_MODEL_ID: model.model_id, layout.K_RUN: model.runs}
+        record.update(fields)
+        self._trace.append(record)
+
+    def add_note(self, note: str) -> None:
+        """A fact the user should see in info.json (and once as a warning)."""
+        with self._lock:
+            if note in self.notes:
+                return
+            self.notes.append(note)
+            self._write_info()
+        warnings.warn(f"npu_tf_profiling: {note}", RuntimeWarning, stacklevel=3)
+
+    # ----- metadata and reports -----------------------------------------------------------
+    def _write_info(self) -> None:
+        options = self.resolution.options
+        info = {
+            "options": options.to_dict(),
+            "source": self.resolution.source,
+            "output_dir": str(self.resolution.output_dir),
+            "not_collected": {key: f"accepted, not collected on {self.device_kind}" for key in options.not_collected()},
+            "device_id": self.device_id,
+            "device_kind": self.device_kind,
+            "rank_id": self.device_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "python_version": platform.python_version(),
+            "tensorflow_version": _tensorflow_version(),
+            "start_time_us": self.started_us,
+            "models": {str(m.model_id): m.trace_points for m in self.models.values()},
+            "notes": list(self.notes),
+        }
+        path = layout.device_dir(self.prof_dir, self.device_id) / layout.INFO_FILE
+        try:
+            write_json_atomically(path, info)
+        except OSError as exc:
+            warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
+
+    def _announce(self) -> None:
+        for key in self.resolution.options.not_collected():
+            warnings.warn(
+                f"npu_tf_profiling: option '{key}' accepted, not collected on {self.device_kind}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def write_reports(self) -> list[Path]:
+        """Build the step_trace reports from the raw data; a failure is a warning, never fatal."""
+        if not layout.training_trace_path(self.prof_dir, self.device_id).exists():
+            return []
+        try:
+            from npu_tf_profiling.reports import write_step_trace_reports
+
+            return write_step_trace_reports(self.prof_dir)
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            warnings.warn(
+                f"npu_tf_profiling: could not build reports for {self.prof_dir} ({exc!r}); "
+                f"run `npu-tf-prof report {self.prof_dir}` later",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return []
+
+    def close(self) -> None:
+        self._trace.close()
+
+
+def _tensorflow_version() -> str | None:
+    module = sys.modules.get("tensorflow")
+    return getattr(module, "__version__", None)
+
+
+def _device_kind() -> str:
+    try:
+        import tensorflow as tf
+
+        return "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
+    except Exception:  # noqa: BLE001
+        return "CPU"
+
+
+def new_prof_dir(output_dir: Path) -> tuple[Path, int]:
+    now = time.time()
+    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now))
+    suffix = "".join(secrets.choice(_RANDOM_ALPHABET) for _ in range(8))
+    return output_dir / f"{layout.PROF_DIR_PREFIX}{os.getpid()}_{stamp}_{suffix}", int(now * 1e6)
+
+
+_RUNS: dict[Path, ProfilingRun] = {}
+_RUNS_LOCK = threading.Lock()
+
+
+def profiling_run_for(resolution: Resolution) -> ProfilingRun:
+    """The process's ProfilingRun for this output directory (created on first use)."""
+    with _RUNS_LOCK:
+        run = _RUNS.get(resolution.output_dir)
+        if run is None:
+            prof_dir, started_us = new_prof_dir(resolution.output_dir)
+            run = ProfilingRun(resolution, current_device_id(), prof_dir, started_us, _device_kind())
+            _RUNS[resolution.output_dir] = run
+            if len(_RUNS) == 1:
+                atexit.register(_finish_all)
+        elif run.resolution.options != resolution.options:
+            run.add_note(
+                f"a later session asked for different options ({resolution.options.to_json()}) with the same output; "
+                f"the first session's options stay in force for {run.prof_dir}"
+            )
+        return run
+
+
+def _finish_all() -> None:
+    for run in list(_RUNS.values()):
+        run.close()
+        run.write_reports()

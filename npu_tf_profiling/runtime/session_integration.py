@@ -1,0 +1,44 @@
+"""The Session patch: every `tf.compat.v1.Session` resolves its profiling request when created.
+
+Upstream, importing `npu_bridge.npu_init` wraps `Session.__init__`; we do the
+same on `BaseSession.__init__` (so Session, InteractiveSession and the sessions
+MonitoredSession/Estimator create are all covered). A bad request raises here,
+before any step runs; a session that asks for nothing is left exactly as it was.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from types import ModuleType
+from typing import Any
+
+from npu_tf_profiling.config import resolve_profiling
+
+_MARK = "__npu_tf_profiling_patched__"
+
+
+def patch_session_module(module: ModuleType) -> None:
+    base = module.BaseSession
+    original_init = base.__init__
+    if getattr(original_init, _MARK, False):
+        return
+
+    @functools.wraps(original_init)
+    def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
+        resolution = resolve_profiling(config)
+        original_init(self, target, graph, config)
+        if resolution is not None:
+            attach(self, resolution)
+
+    setattr(__init__, _MARK, True)
+    base.__init__ = __init__
+
+
+def attach(session: Any, resolution: Any) -> None:
+    """Attach profiling to a live session; a failure is a warning and the session runs unprofiled."""
+    try:
+        from npu_tf_profiling.runtime.session_profiler import SessionProfiler
+
+        SessionProfiler(session, resolution)
+    except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+        warnings.warn(f"npu_tf_profiling: could not attach profiling to the session ({exc!r}); training continues", RuntimeWarning, stacklevel=3)

@@ -1,0 +1,22 @@
+"""Shared test set-up: a clean profiling environment for every test.
+
+Tests must not inherit PROFILING_* variables from the shell that runs them, and
+TensorFlow's own logging is quietened so failures stay readable.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
+
+PROFILING_VARIABLES = ("PROFILING_MODE", "PROFILING_OPTIONS", "PROFILING_DYNAMIC_CONFIG", "DEVICE_ID", "RANK_ID", "TF_CONFIG")
+
+
+@pytest.fixture(autouse=True)
+def _clean_profiling_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROFILING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,209 @@
+"""The options model: every key of REFERENCE §2, legacy spellings, defaults, errors."""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npu_tf_profiling.config import ProfilingDeprecationWarning, ProfilingOptions, ProfilingOptionsError
+from npu_tf_profiling.config.option_specs import DEFAULT_OPTIONS, SPECS
+
+# key -> (valid values, invalid values). Every key in the spec table must appear here.
+TABLE: dict[str, tuple[list, list]] = {
+    "output": (["/tmp/prof", "./rel", "~/x"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/a\tb", "/tmp/\x7f"]),
+    "storage_limit": (["200MB", "1024MB", "4294967295MB"], ["199MB", "4294967296MB", "500", "500mb", "500 MB", 500, "MB"]),
+    "training_trace": (["on", "off"], ["ON", "true", True, 1, ""]),
+    "task_trace": (["on", "off", "l0", "l1"], ["l2", "On", True]),
+    "fp_point": (["", "dense/MatMul"], [1, None, ["a"], True]),
+    "bp_point": (["", "gradients/dense/MatMul_grad/MatMul_1"], [1.5, {}, False]),
+    "aicpu": (["on", "off"], ["yes", 0]),
+    "hccl": (["on", "off"], ["enabled"]),
+    "aic_metrics": (["PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio", "L2Cache", "MemoryAccess", "Custom:0x49,0x8"], ["pipeutilization", "Custom:49", "Custom:", 7]),
+    "aiv_metrics": (["Memory", "Custom:0xff"], ["Bogus"]),
+    "l2": (["on", "off"], ["1"]),
+    "msproftx": (["on", "off"], ["maybe"]),
+    "runtime_api": (["on", "off"], [None]),
+    "instr_profiling": (["on", "off"], ["l0"]),
+    "ge_api": (["off", "l0", "l1"], ["on", "l2"]),
+    "sys_hardware_mem_freq": ([1, 100, "50"], [0, 101, "x", 1.5, True, -1]),
+    "sys_io_sampling_freq": ([1, 100], [0, 101]),
+    "dvpp_freq": ([1, 100], [0, 101]),
+    "sys_interconnection_freq": ([1, 50], [0, 51]),
+    "host_sys_usage_freq": ([1, 50], [0, 51]),
+    "instr_profiling_freq": ([300, 30000], [299, 30001]),
+    "llc_profiling": (["read", "write"], ["both", ""]),
+    "host_sys": (["cpu", "cpu,mem,disk,network,osrt", "osrt,cpu"], ["gpu", "cpu,cpu", "", "cpu,", 1]),
+    "host_sys_usage": (["cpu", "cpu,mem"], ["disk", "cpu,mem,mem"]),
+}
+
+
+def test_table_covers_every_key() -> None:
+    assert set(TABLE) == {spec.key for spec in SPECS}
+
+
+@pytest.mark.parametrize("key,value", [(k, v) for k, (good, _) in TABLE.items() for v in good])
+def test_valid_value_passes(key: str, value: object) -> None:
+    options = ProfilingOptions.parse({key: value})
+    assert options.to_dict()[key] in (value, int(value) if isinstance(value, str) and value.isdigit() else value)
+
+
+@pytest.mark.parametrize("key,value", [(k, v) for k, (_, bad) in TABLE.items() for v in bad])
+def test_invalid_value_names_the_key(key: str, value: object) -> None:
+    with pytest.raises(ProfilingOptionsError) as info:
+        ProfilingOptions.parse({key: value})
+    message = str(info.value)
+    assert f"'{key}'" in message and "expected" in message
+    assert repr(value) in message
+
+
+def test_unknown_key_gets_close_match() -> None:
+    with pytest.raises(ProfilingOptionsError, match=r"unknown option 'trainig_trace' \(did you mean 'training_trace'\?\)"):
+        ProfilingOptions.parse('{"trainig_trace": "on"}')
+
+
+def test_far_unknown_key_lists_known_options() -> None:
+    with pytest.raises(ProfilingOptionsError, match="known options: .*training_trace"):
+        ProfilingOptions.parse({"zzzzzz": "on"})
+
+
+def test_invalid_json_reports_line_and_column() -> None:
+    with pytest.raises(ProfilingOptionsError, match="line 2 column 5"):
+        ProfilingOptions.parse('{"output": "/tmp",\n    training_trace: "on"}')
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"on"', "3"])
+def test_json_that_is_not_an_object(text: str) -> None:
+    with pytest.raises(ProfilingOptionsError, match="expected a JSON object"):
+        ProfilingOptions.parse(text)
+
+
+def test_task_time_is_an_alias_of_task_trace() -> None:
+    options = ProfilingOptions.parse({"task_time": "l1"})
+    assert options.task_trace == "l1"
+    assert json.loads(options.to_json()) == {"task_trace": "l1"}
+    with pytest.raises(ProfilingOptionsError, match="given twice"):
+        ProfilingOptions.parse({"task_time": "on", "task_trace": "off"})
+
+
+@pytest.mark.parametrize("empty", [None, "", "   ", {}, b""])
+def test_empty_options_mean_the_documented_defaults(empty: object) -> None:
+    assert ProfilingOptions.parse(empty).to_dict() == DEFAULT_OPTIONS
+
+
+def test_not_collected_lists_accepted_keys_that_do_nothing_here() -> None:
+    options = ProfilingOptions.parse({"training_trace": "on", "aic_metrics": "PipeUtilization", "l2": "on", "msproftx": "off", "ge_api": "off"})
+    assert options.not_collected() == ["aic_metrics", "l2"]
+    assert options.to_dict()["l2"] == "on"  # kept, never dropped
+
+
+def test_storage_limit_bytes() -> None:
+    assert ProfilingOptions.parse({"storage_limit": "200MB"}).storage_limit_bytes == 200 * 1024 * 1024
+    assert ProfilingOptions.parse({"training_trace": "on"}).storage_limit_bytes is None
+
+
+# ----- legacy forms found in published Ascend scripts ---------------------------------------
+def _parse_with_notes(source: object) -> tuple[ProfilingOptions, list[str]]:
+    options = ProfilingOptions.parse(source)  # type: ignore[arg-type]
+    return options, list(options.notes)
+
+
+def test_legacy_colon_list() -> None:
+    options, notes = _parse_with_notes("task_trace:training_trace")
+    assert options.to_dict() == {"task_trace": "on", "training_trace": "on"}
+    assert len(notes) == 1 and '{"task_trace":"on","training_trace":"on"}' in notes[0]
+
+
+def test_colon_list_with_unknown_switch_is_reported_as_bad_json() -> None:
+    with pytest.raises(ProfilingOptionsError, match="invalid JSON"):
+        ProfilingOptions.parse("task_trace:bogus_switch")
+
+
+@pytest.mark.parametrize("old,new,value", [("result_path", "output", "/tmp/p"), ("aicpu_trace", "aicpu", "on"), ("ai_core_metrics", "aic_metrics", "Memory")])
+def test_legacy_keys_are_renamed_with_a_note(old: str, new: str, value: str) -> None:
+    options, notes = _parse_with_notes({old: value})
+    assert options.to_dict() == {new: value}
+    assert notes == [f"profiling option '{old}' is deprecated; use '{new}'"]
+
+
+def test_json_spread_over_lines_with_shell_continuations() -> None:
+    text = '{"output":"/tmp/prof",\\\n                          "training_trace":"on",\\\n          "fp_point":""}'
+    options, notes = _parse_with_notes(text)
+    assert options.to_dict() == {"output": "/tmp/prof", "training_trace": "on", "fp_point": ""}
+    assert len(notes) == 1 and "one line" in notes[0]
+
+
+def test_multiline_json_with_long_space_runs_is_plain_json() -> None:
+    text = '{\n        "output":        "/tmp/prof",\n\t\t"training_trace":     "on"\n      }'
+    options, notes = _parse_with_notes(text)
+    assert options.training_trace == "on" and notes == []
+
+
+# ----- output folder -------------------------------------------------------------------------
+def test_relative_output_resolves_against_cwd_and_is_created(tmp_path) -> None:
+    options = ProfilingOptions.parse({"output": "sub/dir"})
+    path = options.resolve_output(cwd=tmp_path)
+    assert path == tmp_path / "sub" / "dir" and path.is_dir()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_output_is_an_error(tmp_path) -> None:  # pragma: no cover - CI runs as root
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(ProfilingOptionsError, match="not writable"):
+        ProfilingOptions.parse({"output": str(locked)}).resolve_output()
+
+
+def test_output_under_a_file_is_an_error(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ProfilingOptionsError, match=r"option 'output': cannot create directory .*file/sub"):
+        ProfilingOptions.parse({"output": str(blocker / "sub")}).resolve_output()
+
+
+def test_output_in_a_read_only_filesystem_is_an_error() -> None:
+    with pytest.raises(ProfilingOptionsError, match="option 'output'"):
+        ProfilingOptions.parse({"output": "/proc/npu_tf_profiling_out"}).resolve_output()
+
+
+# ----- fuzzing --------------------------------------------------------------------------------
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+_keys = st.sampled_from([spec.key for spec in SPECS] + ["task_time", "result_path", "aicpu_trace", "ai_core_metrics"]) | st.text(max_size=15)
+_value_for_key = st.one_of(
+    _json_values,
+    st.sampled_from(["on", "off", "l0", "l1", "200MB", "PipeUtilization", "cpu,mem", "read", "50", "Custom:0x1"]),
+    st.integers(min_value=0, max_value=40000),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_keys, _value_for_key, max_size=6))
+def test_fuzz_dicts_parse_or_raise_options_error(raw: dict) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            options = ProfilingOptions.parse(raw)
+        except ProfilingOptionsError:
+            return
+    assert ProfilingOptions.parse(options.to_json()) == options
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80) | st.builds(json.dumps, st.dictionaries(_keys, _value_for_key, max_size=4)))
+def test_fuzz_text_parses_or_raises_options_error(text: str) -> None:
+    try:
+        options = ProfilingOptions.parse(text)
+    except ProfilingOptionsError:
+        return
+    assert ProfilingOptions.parse(options.to_json()) == options
+
+
+def test_deprecation_notes_are_visible_warnings() -> None:
+    assert issubclass(ProfilingDeprecationWarning, FutureWarning)
