@@ -1,0 +1,164 @@
+"""Chrome trace event format helpers shared by every timeline we write.
+
+Format choice: a plain **JSON array of events** (what msprof writes; Perfetto
+and chrome://tracing both open it). The validator also accepts the object form
+``{"traceEvents": [...]}`` so it can check files from other tools.
+
+Perfetto does not accept overlapping complete (``"ph": "X"``) events on one
+track, so writers put each kind of span on its own thread and, if spans of
+one kind still overlap, spread them over extra "lanes" (``assign_lanes``).
+``validate_chrome_trace`` is what tests (here and in later issues) use to
+prove a timeline is loadable.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+Event = dict[str, Any]
+
+# Phases this project writes; others are tolerated by the validator but their
+# fields are not checked in depth.
+_METADATA_NAMES = {"process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"}
+
+
+def process_name_event(pid: int, name: str) -> Event:
+    return {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}}
+
+
+def process_sort_event(pid: int, index: int) -> Event:
+    return {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": index}}
+
+
+def thread_name_event(pid: int, tid: int, name: str) -> Event:
+    return {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
+
+
+def thread_sort_event(pid: int, tid: int, index: int) -> Event:
+    return {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": index}}
+
+
+def assign_lanes(spans: Sequence[tuple[float, float]]) -> list[int]:
+    """Give each (ts, dur) span a lane so spans in one lane never overlap.
+
+    Greedy interval partitioning in start order, reusing the lowest free lane:
+    minimal lane count, and deterministic, so regenerated files are identical.
+    Spans that merely touch (one ends where the next starts) share a lane.
+    Returns the lane of each span, in the input order.
+    """
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], i))
+    lane_end: list[float] = []
+    lanes = [0] * len(spans)
+    for i in order:
+        ts, dur = spans[i]
+        for lane, busy_until in enumerate(lane_end):
+            if busy_until <= ts:
+                break
+        else:
+            lane = len(lane_end)
+            lane_end.append(ts)
+        lane_end[lane] = ts + dur
+        lanes[i] = lane
+    return lanes
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _events_of(trace: Union[Sequence[Mapping[str, Any]], Mapping[str, Any]]) -> tuple[list[Any], list[str]]:
+    if isinstance(trace, Mapping):
+        events = trace.get("traceEvents")
+        if not isinstance(events, list):
+            return [], ["object form without a 'traceEvents' list"]
+        return events, []
+    if isinstance(trace, (list, tuple)):
+        return list(trace), []
+    return [], [f"a trace is a JSON array or an object with traceEvents, not {type(trace).__name__}"]
+
+
+def validate_chrome_trace(
+    trace: Union[Sequence[Mapping[str, Any]], Mapping[str, Any]],
+    require_thread_names: bool = True,
+) -> list[str]:
+    """Return the problems that would make the trace fail to load or mislead; [] if none.
+
+    Checks: each event is an object with a string ``ph``; ``X`` events have a
+    string name, ``pid``/``tid``, finite ``ts`` and a finite ``dur`` ≥ 0;
+    metadata (``M``) events name a known kind and carry ``args``; ``args``,
+    when present, is an object; the whole thing is JSON-serialisable; no two
+    ``X`` events on one (pid, tid) overlap (touching is fine; nesting counts
+    as overlap because Perfetto rejects it for imported JSON in general); and,
+    with ``require_thread_names``, every (pid, tid) holding ``X`` events has a
+    ``thread_name`` so users see what each track is.
+    """
+    events, problems = _events_of(trace)
+    spans: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
+    named_threads: set[tuple[Any, Any]] = set()
+    for i, event in enumerate(events):
+        where = f"event {i}"
+        if not isinstance(event, Mapping):
+            problems.append(f"{where}: not an object")
+            continue
+        ph = event.get("ph")
+        if not isinstance(ph, str) or not ph:
+            problems.append(f"{where}: missing 'ph'")
+            continue
+        if "args" in event and not isinstance(event["args"], Mapping):
+            problems.append(f"{where}: 'args' is not an object")
+        if ph == "M":
+            if event.get("name") not in _METADATA_NAMES:
+                problems.append(f"{where}: unknown metadata event {event.get('name')!r}")
+            if not isinstance(event.get("args"), Mapping):
+                problems.append(f"{where}: metadata without 'args'")
+            if "pid" not in event:
+                problems.append(f"{where}: metadata without 'pid'")
+            if event.get("name") == "thread_name":
+                if "tid" not in event:
+                    problems.append(f"{where}: thread_name without 'tid'")
+                named_threads.add((event.get("pid"), event.get("tid")))
+            continue
+        if not isinstance(event.get("name"), str):
+            problems.append(f"{where}: missing 'name'")
+        for key in ("pid", "tid"):
+            if key not in event:
+                problems.append(f"{where}: missing '{key}'")
+        if not _number(event.get("ts")):
+            problems.append(f"{where}: 'ts' missing or not a finite number")
+            continue
+        if ph == "X":
+            dur = event.get("dur")
+            if not _number(dur):
+                problems.append(f"{where} ({event.get('name')!r}): X event without a finite 'dur'")
+                continue
+            if dur < 0:
+                problems.append(f"{where} ({event.get('name')!r}): negative 'dur' {dur}")
+                continue
+            spans[(event.get("pid"), event.get("tid"))].append((event["ts"], dur, str(event.get("name"))))
+    for (pid, tid), items in spans.items():
+        items.sort(key=lambda s: (s[0], s[1]))
+        # Compare each span with the furthest-reaching earlier one, so a long span
+        # overlapping several later ones is reported for each of them.
+        ts0, dur0, name0 = items[0]
+        for ts1, dur1, name1 in items[1:]:
+            if ts1 < ts0 + dur0:
+                problems.append(
+                    f"pid {pid} tid {tid}: {name1!r} at {ts1} overlaps {name0!r} ({ts0} + {dur0})"
+                )
+            if ts1 + dur1 > ts0 + dur0:
+                ts0, dur0, name0 = ts1, dur1, name1
+        if require_thread_names and (pid, tid) not in named_threads:
+            problems.append(f"pid {pid} tid {tid}: X events on a thread without a thread_name")
+    try:
+        json.dumps(events, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"not JSON-serialisable: {exc}")
+    return problems
+
+
+def dumps_events(events: Iterable[Event]) -> str:
+    """Serialise events as a JSON array, one event per line (readable, diff-friendly)."""
+    body = ",\n".join(json.dumps(e, ensure_ascii=False, allow_nan=False, separators=(",", ":")) for e in events)
+    return "[\n" + body + "\n]\n" if body else "[]\n"

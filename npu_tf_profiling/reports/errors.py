@@ -1,0 +1,36 @@
+"""Errors the report commands turn into exit codes.
+
+Kept apart from the analyzers so a caller (the runtime writing reports at
+session close, a later cluster command) can catch "bad input" and "nothing
+found" without string matching, and so the CLI maps them to the documented
+exit codes (2 and 3) in one place.
+"""
+from __future__ import annotations
+
+EXIT_BAD_INPUT = 2
+EXIT_NOT_FOUND = 3
+
+
+class ReportError(Exception):
+    """Base class: something prevented a report; ``exit_code`` says what kind."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class BadInputError(ReportError):
+    """The path is missing, is not a PROF_* folder, or cannot be read."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class NothingFoundError(ReportError):
+    """The folder is a PROF_* folder but holds no iteration records."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class RawDataWarning(UserWarning):
+    """Raw data had to be partly skipped or reinterpreted (torn line, bad record...).
+
+    A dedicated category lets tests and callers filter or escalate exactly these.
+    """

@@ -1,0 +1,125 @@
+"""Find PROF_* folders and load one into a step-trace table.
+
+Shared by ``report`` and ``summary`` (and meant for the cluster analysis), so
+"what counts as a PROF folder" and "what counts as having no data" are decided
+once, and map to the CLI's exit codes through ``errors``.
+"""
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.reports import raw as raw_mod
+from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
+
+# PROF_<pid>_<YYYYmmddHHMMSS>_<random>
+_PROF_NAME = re.compile(r"^" + re.escape(layout.PROF_DIR_PREFIX) + r"\d+_(\d{14})_")
+_TIMESTAMP = re.compile(r"^\d{14}$")
+
+
+@dataclass
+class ProfData:
+    """One PROF_* folder, read: its devices' raw data and the combined step-trace table."""
+
+    prof_dir: Path
+    devices: list[raw_mod.DeviceRaw]
+    table: st.StepTraceTable
+
+    @property
+    def skipped_lines(self) -> int:
+        """Lines skipped over all devices (torn or corrupt), so callers can report it."""
+        return sum(d.trace.skipped_count for d in self.devices if d.trace is not None)
+
+
+def is_prof_dir(path: Path) -> bool:
+    """A PROF folder: named ``PROF_*`` or holding ``device_*`` folders (a renamed copy)."""
+    return path.is_dir() and (path.name.startswith(layout.PROF_DIR_PREFIX) or bool(layout.device_dirs(path)))
+
+
+def find_prof_dirs(path: Path | str) -> list[Path]:
+    """The PROF folders a user may mean by ``path``: itself, or the PROF_* folders in it.
+
+    Raises ``BadInputError`` if ``path`` is missing, not a folder, or neither a
+    PROF folder nor an output folder holding some.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise BadInputError(f"{path}: no such folder")
+    if not path.is_dir():
+        raise BadInputError(f"{path}: not a folder")
+    if is_prof_dir(path):
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.is_dir() and p.name.startswith(layout.PROF_DIR_PREFIX))
+    if not found:
+        raise BadInputError(
+            f"{path}: not a {layout.PROF_DIR_PREFIX}* folder, and holds none "
+            f"(expected {layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/{layout.DEVICE_DIR_PREFIX}<id>/...)"
+        )
+    return found
+
+
+def report_timestamp(prof_dir: Path | str, now: Optional[float] = None) -> str:
+    """The ``<ts>`` of report names: the PROF folder's own time, else the current local time.
+
+    Reusing the folder's time makes regenerating a report overwrite it instead
+    of adding a second file per run.
+    """
+    match = _PROF_NAME.match(Path(prof_dir).name)
+    if match:
+        return match.group(1)
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(now))
+
+
+def check_timestamp(value: str) -> str:
+    """Validate a user-given ``YYYYmmddHHMMSS`` timestamp; raises ``BadInputError``."""
+    if not _TIMESTAMP.match(value):
+        raise BadInputError(f"timestamp {value!r} is not YYYYmmddHHMMSS")
+    try:
+        time.strptime(value, "%Y%m%d%H%M%S")
+    except ValueError as exc:
+        raise BadInputError(f"timestamp {value!r} is not a valid date/time: {exc}") from None
+    return value
+
+
+def load_prof_dir(prof_dir: Path | str) -> ProfData:
+    """Read every device of a PROF folder and compute one step-trace table for all.
+
+    All devices share one table (and so one CSV), with the Reduce pairs padded
+    to the widest device, as msprof does with its Device_id column. Raises
+    ``BadInputError`` for an unreadable folder/file and ``NothingFoundError``
+    when no device has any iteration record.
+    """
+    prof_dir = Path(prof_dir)
+    if not prof_dir.is_dir():
+        raise BadInputError(f"{prof_dir}: no such folder")
+    device_dirs = layout.device_dirs(prof_dir)
+    if not device_dirs:
+        raise NothingFoundError(f"{prof_dir}: no {layout.DEVICE_DIR_PREFIX}* folders (the run recorded nothing)")
+    devices: list[raw_mod.DeviceRaw] = []
+    for device_dir in device_dirs:
+        try:
+            device = raw_mod.read_device(device_dir)
+        except OSError as exc:
+            raise BadInputError(f"{device_dir}: cannot read raw data: {exc}") from exc
+        if device.trace is None:
+            warnings.warn(
+                f"{device_dir}: no {layout.DATA_DIR}/{layout.TRAINING_TRACE_FILE} (training_trace off, or nothing recorded)",
+                RawDataWarning,
+                stacklevel=2,
+            )
+        devices.append(device)
+    with_rows = [d for d in devices if d.trace is not None and not d.trace.frame.empty]
+    if not with_rows:
+        raise NothingFoundError(f"{prof_dir}: no iteration records in any device folder")
+    ids = [d.device_id for d in with_rows]
+    if len(set(ids)) != len(ids):
+        raise BadInputError(f"{prof_dir}: several device folders claim the same device id ({sorted(ids)})")
+    n_reduce = max(st.max_reduce_groups(d.trace.frame) for d in with_rows)
+    tables = [st.compute_step_trace(d.trace.frame, d.device_id, n_reduce) for d in with_rows]
+    return ProfData(prof_dir=prof_dir, devices=devices, table=st.concat_tables(tables))

@@ -1,0 +1,307 @@
+"""Read one device folder's raw data (``info.json`` + ``training_trace.jsonl``).
+
+The runtime appends one JSON object per iteration and may be killed at any
+moment, so the reader must never trust the last line, and must never hide that
+it dropped something: every skipped line is counted, listed with its line
+number in a ``RawDataWarning``, and kept in ``TraceRead.skipped``.
+
+The record contract lives in ``npu_tf_profiling.layout``; this module only reads
+it and turns it into a pandas DataFrame with one row per record and a derived
+``iteration_id`` column (see ``assign_iteration_ids`` for the rule).
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.reports.errors import RawDataWarning
+
+# Columns of the DataFrame returned by ``read_training_trace`` (in this order).
+RAW_COLUMNS = [
+    "line",  # 1-based line number in the .jsonl file, for messages
+    layout.K_MODEL_ID,
+    layout.K_RUN,
+    layout.K_STEP,
+    layout.K_FP_START,
+    layout.K_BP_END,
+    layout.K_ITERATION_END,
+    layout.K_GET_NEXT,  # list of (start, end) tuples, items may be None
+    layout.K_REDUCE,  # list of (start, end) tuples, items may be None
+]
+ITERATION_ID = "iteration_id"
+ID_FROM_STEP = "step"
+ID_FROM_RUN = "run"
+
+# At most this many line numbers are spelled out in one warning.
+_MAX_LINES_IN_WARNING = 10
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """One line of a raw file that could not be used, and why."""
+
+    line: int
+    reason: str
+
+
+@dataclass
+class TraceRead:
+    """The usable records of one ``training_trace.jsonl`` plus what was skipped.
+
+    ``frame`` has ``RAW_COLUMNS`` plus ``iteration_id``, sorted by model then
+    iteration end. ``id_source`` maps each model id to ``"step"`` or ``"run"``.
+    """
+
+    path: Path
+    frame: pd.DataFrame
+    skipped: list[SkippedLine] = field(default_factory=list)
+    id_source: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def skipped_count(self) -> int:
+        return len(self.skipped)
+
+
+@dataclass
+class DeviceRaw:
+    """Everything read from one ``device_<id>`` folder."""
+
+    device_id: int
+    device_dir: Path
+    info: dict[str, Any]
+    trace: Optional[TraceRead]  # None when the folder has no training_trace file
+
+
+class _BadRecord(ValueError):
+    """A parsed JSON line that does not follow the record contract."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _opt_time(record: dict, key: str) -> Optional[float]:
+    """A nullable timestamp: absent, null and non-finite all mean "not measured"."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise _BadRecord(f"{key!r} is not a number: {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _pairs(record: dict, key: str) -> list[tuple[Optional[float], Optional[float]]]:
+    value = record.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _BadRecord(f"{key!r} is not a list of [start, end] pairs")
+    out = []
+    for item in value:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise _BadRecord(f"{key!r} holds {item!r}, not a [start, end] pair")
+        pair = []
+        for v in item:
+            if v is None:
+                pair.append(None)
+            elif _is_number(v):
+                pair.append(float(v) if math.isfinite(float(v)) else None)
+            else:
+                raise _BadRecord(f"{key!r} holds a non-number {v!r}")
+        out.append((pair[0], pair[1]))
+    return out
+
+
+def _opt_int(record: dict, key: str, required: bool) -> Optional[int]:
+    value = record.get(key)
+    if value is None:
+        if required:
+            raise _BadRecord(f"{key!r} is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        # JSON writers sometimes emit 7.0; accept integral floats only.
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise _BadRecord(f"{key!r} is not an integer: {value!r}")
+    return value
+
+
+def parse_record(obj: Any) -> dict[str, Any]:
+    """Check one decoded JSON value against the record contract; return a clean row.
+
+    Raises ``ValueError`` naming the problem. Only ``model_id``, ``run`` and a
+    finite ``iteration_end`` are required: everything else may be null/absent.
+    """
+    if not isinstance(obj, dict):
+        raise _BadRecord(f"not a JSON object: {type(obj).__name__}")
+    end = _opt_time(obj, layout.K_ITERATION_END)
+    if end is None:
+        raise _BadRecord(f"{layout.K_ITERATION_END!r} is missing or not finite")
+    return {
+        layout.K_MODEL_ID: _opt_int(obj, layout.K_MODEL_ID, required=True),
+        layout.K_RUN: _opt_int(obj, layout.K_RUN, required=True),
+        layout.K_STEP: _opt_int(obj, layout.K_STEP, required=False),
+        layout.K_FP_START: _opt_time(obj, layout.K_FP_START),
+        layout.K_BP_END: _opt_time(obj, layout.K_BP_END),
+        layout.K_ITERATION_END: end,
+        layout.K_GET_NEXT: _pairs(obj, layout.K_GET_NEXT),
+        layout.K_REDUCE: _pairs(obj, layout.K_REDUCE),
+    }
+
+
+def _empty_frame() -> pd.DataFrame:
+    frame = pd.DataFrame({c: pd.Series(dtype="object") for c in RAW_COLUMNS})
+    return _typed(frame)
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    frame["line"] = frame["line"].astype("int64")
+    frame[layout.K_MODEL_ID] = frame[layout.K_MODEL_ID].astype("int64")
+    for key in (layout.K_RUN, layout.K_STEP):
+        frame[key] = frame[key].astype("Int64")
+    for key in (layout.K_FP_START, layout.K_BP_END, layout.K_ITERATION_END):
+        frame[key] = frame[key].astype("float64")
+    return frame
+
+
+def _warn_skipped(path: Path, skipped: list[SkippedLine]) -> None:
+    shown = "; ".join(f"line {s.line}: {s.reason}" for s in skipped[:_MAX_LINES_IN_WARNING])
+    more = len(skipped) - _MAX_LINES_IN_WARNING
+    if more > 0:
+        shown += f"; and {more} more"
+    warnings.warn(
+        f"{path}: skipped {len(skipped)} unreadable line(s) ({shown})",
+        RawDataWarning,
+        stacklevel=3,
+    )
+
+
+def read_training_trace(path: Path | str) -> TraceRead:
+    """Read a ``training_trace.jsonl`` file, skipping (and reporting) bad lines.
+
+    Blank lines are ignored. A line that is not valid UTF-8 JSON, or whose
+    object breaks the record contract, is skipped; so is an unterminated last
+    line that does not parse (a torn write). An unterminated last line that
+    *does* parse is kept: the record is complete, only the newline was lost.
+    Raises ``OSError`` if the file cannot be read at all.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    torn_tail = not data.endswith(b"\n")
+    rows: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last_unterminated = torn_tail and number == len(lines)
+        try:
+            row = parse_record(json.loads(raw.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            reason = (
+                "incomplete last line (the writer was probably stopped mid-write)"
+                if is_last_unterminated
+                else f"not valid JSON ({exc.__class__.__name__})"
+            )
+            skipped.append(SkippedLine(number, reason))
+            continue
+        except ValueError as exc:
+            skipped.append(SkippedLine(number, f"not a training_trace record: {exc}"))
+            continue
+        row["line"] = number
+        rows.append(row)
+    if skipped:
+        _warn_skipped(path, skipped)
+    frame = _typed(pd.DataFrame(rows, columns=RAW_COLUMNS)) if rows else _empty_frame()
+    frame, id_source = assign_iteration_ids(frame, source=str(path))
+    return TraceRead(path=path, frame=frame, skipped=skipped, id_source=id_source)
+
+
+def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") -> tuple[pd.DataFrame, dict[int, str]]:
+    """Sort by model then iteration end and add the ``iteration_id`` column.
+
+    Rule, per model id: if every record has a ``step`` (the global step after
+    the update) and those steps strictly increase with iteration end, the
+    Iteration ID is the step, so that ranks of one distributed job line up on
+    the same ids. Otherwise it is ``run``, the per-model counter of traced runs
+    (from 1). Falling back when steps exist but are unusable (some null,
+    repeated or going backwards, e.g. a second graph that only reads the
+    global step) is warned about, because ids then stop matching across ranks.
+    """
+    frame = frame.sort_values(
+        [layout.K_MODEL_ID, layout.K_ITERATION_END, "line"], kind="mergesort"
+    ).reset_index(drop=True)
+    ids = pd.Series(pd.NA, index=frame.index, dtype="Int64")
+    id_source: dict[int, str] = {}
+    for model_id, group in frame.groupby(layout.K_MODEL_ID, sort=True):
+        steps = group[layout.K_STEP]
+        if steps.notna().all() and steps.is_unique and steps.is_monotonic_increasing:
+            ids.loc[group.index] = steps
+            id_source[int(model_id)] = ID_FROM_STEP
+            continue
+        if steps.notna().any():
+            warnings.warn(
+                f"{source}: model {model_id}: 'step' is null on some records, repeated, or "
+                "not increasing; Iteration IDs use the run counter instead of the global step",
+                RawDataWarning,
+                stacklevel=3,
+            )
+        ids.loc[group.index] = group[layout.K_RUN]
+        id_source[int(model_id)] = ID_FROM_RUN
+    frame[ITERATION_ID] = ids
+    return frame, id_source
+
+
+def read_info(device_dir: Path | str) -> dict[str, Any]:
+    """Read ``info.json`` of a device folder; ``{}`` (with a warning) if absent or unreadable.
+
+    The reports need nothing from it but an optional ``device_id``; a damaged
+    info file must not stop a report built from intact iteration records.
+    """
+    path = Path(device_dir) / layout.INFO_FILE
+    if not path.exists():
+        warnings.warn(f"{path}: missing; reporting without it", RawDataWarning, stacklevel=2)
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warnings.warn(f"{path}: unreadable ({exc}); reporting without it", RawDataWarning, stacklevel=2)
+        return {}
+    if not isinstance(info, dict):
+        warnings.warn(f"{path}: not a JSON object; reporting without it", RawDataWarning, stacklevel=2)
+        return {}
+    return info
+
+
+def device_id_of(device_dir: Path | str, info: dict[str, Any]) -> int:
+    """The device id: from the ``device_<id>`` folder name, else ``info["device_id"]``, else 0.
+
+    The folder name wins because it is what the runtime used to keep ranks
+    apart on disk; info.json is only consulted for oddly named folders.
+    """
+    suffix = Path(device_dir).name[len(layout.DEVICE_DIR_PREFIX):]
+    if Path(device_dir).name.startswith(layout.DEVICE_DIR_PREFIX) and suffix.isdigit():
+        return int(suffix)
+    value = info.get("device_id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+def read_device(device_dir: Path | str) -> DeviceRaw:
+    """Read a ``device_<id>`` folder: info.json and, when present, its training trace."""
+    device_dir = Path(device_dir)
+    info = read_info(device_dir)
+    trace_path = device_dir / layout.DATA_DIR / layout.TRAINING_TRACE_FILE
+    trace = read_training_trace(trace_path) if trace_path.is_file() else None
+    return DeviceRaw(device_id=device_id_of(device_dir, info), device_dir=device_dir, info=info, trace=trace)

@@ -1,0 +1,250 @@
+"""The step-trace table (CANN msprof ``step_trace_*.csv``), computed with pandas.
+
+Column order, definitions and N/A rules follow REFERENCE §4:
+
+    Device_id, Iteration ID, FP Start(us), BP End(us), Iteration End(us),
+    Iteration Time(us), FP to BP Time(us), Iteration Refresh(us),
+    Data Aug Bound(us), Model ID,
+    [Reduce Start(us), Reduce Duration(us)] x largest group count (none if no reduce data),
+    GetNext Start(us), GetNext End(us), GetNext Time(us)      (our extension)
+
+Number rule: **whole microseconds since the Unix epoch**. Every raw timestamp
+is rounded (half up) to the microsecond *first*, and every duration is the
+difference of those rounded values, so each formula holds exactly on the
+numbers written in the CSV (FP to BP = BP End − FP Start to the digit). The
+raw clock (``tf.timestamp``: float64 seconds) only resolves about 0.24 µs at
+today's epoch, so a decimal place would mostly print noise.
+
+"Previous iteration" means the record of the same Model ID whose Iteration ID
+is exactly one less. Normally that is simply the row above. If a record is
+missing (a corrupt line was skipped, or step-based ids jump), the iteration is
+treated like a first one: Data Aug Bound is N/A and Iteration Time is
+Iteration End − FP Start, rather than silently spanning the hole.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.reports.raw import ITERATION_ID
+
+NA = "N/A"
+
+DEVICE_ID = "Device_id"
+ITERATION_ID_COL = "Iteration ID"
+FP_START = "FP Start(us)"
+BP_END = "BP End(us)"
+ITERATION_END = "Iteration End(us)"
+ITERATION_TIME = "Iteration Time(us)"
+FP_TO_BP = "FP to BP Time(us)"
+ITERATION_REFRESH = "Iteration Refresh(us)"
+DATA_AUG_BOUND = "Data Aug Bound(us)"
+MODEL_ID = "Model ID"
+REDUCE_START = "Reduce Start(us)"
+REDUCE_DURATION = "Reduce Duration(us)"
+GETNEXT_START = "GetNext Start(us)"
+GETNEXT_END = "GetNext End(us)"
+GETNEXT_TIME = "GetNext Time(us)"
+
+BASE_COLUMNS = [
+    DEVICE_ID,
+    ITERATION_ID_COL,
+    FP_START,
+    BP_END,
+    ITERATION_END,
+    ITERATION_TIME,
+    FP_TO_BP,
+    ITERATION_REFRESH,
+    DATA_AUG_BOUND,
+    MODEL_ID,
+]
+GETNEXT_COLUMNS = [GETNEXT_START, GETNEXT_END, GETNEXT_TIME]
+
+
+def csv_header(n_reduce: int) -> list[str]:
+    """The full header for a table with ``n_reduce`` all-reduce groups.
+
+    The Reduce names repeat (as msprof writes them), so code that needs one
+    group's values should index by position: see ``reduce_positions``.
+    """
+    return BASE_COLUMNS + [REDUCE_START, REDUCE_DURATION] * n_reduce + GETNEXT_COLUMNS
+
+
+def reduce_positions(k: int) -> tuple[int, int]:
+    """Column positions of (Reduce Start, Reduce Duration) for group ``k`` (0-based)."""
+    first = len(BASE_COLUMNS) + 2 * k
+    return first, first + 1
+
+
+@dataclass
+class StepTraceTable:
+    """One step-trace table: rows for one or more devices, all Int64 (nullable) µs.
+
+    ``frame`` carries unique internal column names (``Reduce Start(us)#k``)
+    because pandas handles duplicate labels badly; ``to_csv`` writes the
+    msprof names. ``has_previous`` says, per row, whether the previous iteration
+    of the same model is known (i.e. Iteration Time spans previous end → end):
+    the summary uses it to leave out warm-up/first iterations.
+    """
+
+    frame: pd.DataFrame
+    n_reduce: int
+    has_previous: pd.Series
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def reduce_start(self, k: int) -> pd.Series:
+        return self.frame[reduce_start_key(k)]
+
+    def reduce_duration(self, k: int) -> pd.Series:
+        return self.frame[reduce_duration_key(k)]
+
+    def total_reduce(self) -> pd.Series:
+        """Per row, the summed Reduce Duration over all groups (NA when none measured)."""
+        if self.n_reduce == 0:
+            return pd.Series(pd.NA, index=self.frame.index, dtype="Int64")
+        cols = [reduce_duration_key(k) for k in range(self.n_reduce)]
+        return self.frame[cols].sum(axis=1, min_count=1).astype("Int64")
+
+    def csv_frame(self) -> pd.DataFrame:
+        """The table with msprof column names (duplicates for Reduce pairs)."""
+        out = self.frame[_internal_columns(self.n_reduce)].copy()
+        out.columns = csv_header(self.n_reduce)
+        return out
+
+    def to_csv(self) -> str:
+        """CSV text: header in REFERENCE §4 order, integers, ``N/A`` for every missing value."""
+        return self.csv_frame().to_csv(index=False, na_rep=NA, lineterminator="\n")
+
+
+def reduce_start_key(k: int) -> str:
+    """Unique column name of group ``k``'s (0-based) Reduce Start in ``StepTraceTable.frame``."""
+    return f"{REDUCE_START}#{k}"
+
+
+def reduce_duration_key(k: int) -> str:
+    """Unique column name of group ``k``'s (0-based) Reduce Duration in ``StepTraceTable.frame``."""
+    return f"{REDUCE_DURATION}#{k}"
+
+
+def _internal_columns(n_reduce: int) -> list[str]:
+    cols = list(BASE_COLUMNS)
+    for k in range(n_reduce):
+        cols += [reduce_start_key(k), reduce_duration_key(k)]
+    return cols + GETNEXT_COLUMNS
+
+
+def to_whole_us(values: Iterable[Optional[float]] | pd.Series) -> pd.Series:
+    """Round float µs to whole µs (half up), keeping missing values as <NA> (Int64)."""
+    series = pd.Series(values, dtype="float64") if not isinstance(values, pd.Series) else values.astype("float64")
+    return np.floor(series + 0.5).astype("Int64")
+
+
+def _span(pairs: Sequence[tuple[Optional[float], Optional[float]]]) -> tuple[Optional[float], Optional[float]]:
+    """GetNext span of one iteration: earliest start, latest end.
+
+    If any pair lacks its start (or end), the earliest start (latest end) is
+    unknown, so it is reported missing rather than guessed from the others.
+    """
+    if not pairs:
+        return None, None
+    starts = [p[0] for p in pairs]
+    ends = [p[1] for p in pairs]
+    start = None if any(s is None for s in starts) else min(starts)
+    end = None if any(e is None for e in ends) else max(ends)
+    return start, end
+
+
+def max_reduce_groups(raw: pd.DataFrame) -> int:
+    """The largest number of all-reduce groups on any record (0 if none)."""
+    if raw.empty:
+        return 0
+    return int(raw[layout.K_REDUCE].map(len).max())
+
+
+def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int] = None) -> StepTraceTable:
+    """Compute the step-trace table of one device from ``raw.read_training_trace``'s frame.
+
+    ``n_reduce`` forces the number of Reduce pairs (used when several devices
+    share one CSV and the widest decides); by default it is this device's max.
+    Rows come out sorted by Model ID, then Iteration End.
+    """
+    if n_reduce is None:
+        n_reduce = max_reduce_groups(raw)
+    raw = raw.sort_values([layout.K_MODEL_ID, layout.K_ITERATION_END, "line"], kind="mergesort").reset_index(drop=True)
+    index = raw.index
+    fp = to_whole_us(raw[layout.K_FP_START])
+    bp = to_whole_us(raw[layout.K_BP_END])
+    end = to_whole_us(raw[layout.K_ITERATION_END])
+    model = raw[layout.K_MODEL_ID].astype("int64")
+    iteration_id = raw[ITERATION_ID].astype("Int64")
+
+    by_model = pd.DataFrame({"model": model, "end": end, "id": iteration_id}).groupby("model", sort=False)
+    prev_end = by_model["end"].shift(1)
+    prev_id = by_model["id"].shift(1)
+    has_previous = (prev_id == iteration_id - 1).fillna(False).astype(bool)
+    prev_end = prev_end.where(has_previous, pd.NA).astype("Int64")
+
+    iteration_time = (end - prev_end).where(has_previous, end - fp)
+
+    frame = pd.DataFrame(
+        {
+            DEVICE_ID: pd.Series(device_id, index=index, dtype="Int64"),
+            ITERATION_ID_COL: iteration_id,
+            FP_START: fp,
+            BP_END: bp,
+            ITERATION_END: end,
+            ITERATION_TIME: iteration_time.astype("Int64"),
+            FP_TO_BP: bp - fp,
+            ITERATION_REFRESH: end - bp,
+            DATA_AUG_BOUND: fp - prev_end,
+            MODEL_ID: model.astype("Int64"),
+        },
+        index=index,
+    )
+    reduce_lists = raw[layout.K_REDUCE].tolist()
+    for k in range(n_reduce):
+        starts = to_whole_us([r[k][0] if len(r) > k else None for r in reduce_lists])
+        ends = to_whole_us([r[k][1] if len(r) > k else None for r in reduce_lists])
+        frame[reduce_start_key(k)] = starts.set_axis(index)
+        frame[reduce_duration_key(k)] = (ends - starts).set_axis(index)
+    spans = [_span(pairs) for pairs in raw[layout.K_GET_NEXT].tolist()]
+    gn_start = to_whole_us([s for s, _ in spans]).set_axis(index)
+    gn_end = to_whole_us([e for _, e in spans]).set_axis(index)
+    frame[GETNEXT_START] = gn_start
+    frame[GETNEXT_END] = gn_end
+    frame[GETNEXT_TIME] = gn_end - gn_start
+    return StepTraceTable(frame=frame[_internal_columns(n_reduce)], n_reduce=n_reduce, has_previous=has_previous)
+
+
+def widen(table: StepTraceTable, n_reduce: int) -> StepTraceTable:
+    """The same table with ``n_reduce`` Reduce pairs, the added ones all N/A."""
+    if n_reduce < table.n_reduce:
+        raise ValueError(f"cannot narrow a table from {table.n_reduce} to {n_reduce} reduce groups")
+    frame = table.frame.reindex(columns=_internal_columns(n_reduce))
+    for k in range(table.n_reduce, n_reduce):
+        for key in (reduce_start_key(k), reduce_duration_key(k)):
+            frame[key] = frame[key].astype("Int64")
+    return StepTraceTable(frame=frame, n_reduce=n_reduce, has_previous=table.has_previous)
+
+
+def concat_tables(tables: Sequence[StepTraceTable]) -> StepTraceTable:
+    """Stack tables (e.g. one per device), padding Reduce pairs to the widest."""
+    if not tables:
+        return empty_table()
+    n_reduce = max(t.n_reduce for t in tables)
+    widened = [widen(t, n_reduce) for t in tables]
+    frame = pd.concat([t.frame for t in widened], ignore_index=True)
+    has_previous = pd.concat([t.has_previous for t in widened], ignore_index=True)
+    return StepTraceTable(frame=frame, n_reduce=n_reduce, has_previous=has_previous)
+
+
+def empty_table() -> StepTraceTable:
+    """A table with no rows and no Reduce columns."""
+    frame = pd.DataFrame({c: pd.Series(dtype="Int64") for c in _internal_columns(0)})
+    return StepTraceTable(frame=frame, n_reduce=0, has_previous=pd.Series(dtype=bool))

@@ -1,0 +1,175 @@
+"""Where the iteration time goes, per (device, model), with an input-bound verdict.
+
+Numbers come from the step-trace table (so they match the CSV):
+
+* statistics use the *steady* iterations, those whose previous iteration is
+  known: a first iteration's time is measured differently (from FP Start, not
+  from the previous end) and carries graph warm-up, so it would skew both the
+  mean and the shares. A model with no steady iteration falls back to all
+  iterations with a known time (``basis`` says which);
+* a share is Σ component / Σ Iteration Time over the iterations where both
+  are known. Data Aug Bound + FP to BP + Iteration Refresh tile the iteration
+  (they add up to 100%); GetNext normally lies inside Data Aug Bound and
+  Reduce inside FP to BP, so those two overlap the others;
+* input time is GetNext Time when the graph has a GetNext, else Data Aug Bound
+  (feed_dict input, or no GetNext probe), and the verdict uses XProf's
+  thresholds: ≥ 20% of step time is highly input-bound, ≥ 5% moderately.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+
+from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
+
+HIGHLY_INPUT_BOUND = "highly input-bound"
+MODERATELY_INPUT_BOUND = "moderately input-bound"
+NOT_INPUT_BOUND = "not input-bound"
+UNKNOWN_INPUT_BOUND = "unknown (no input timing)"
+HIGH_THRESHOLD = 0.20
+MODERATE_THRESHOLD = 0.05
+
+SHARE_DATA_AUG = "Data Aug Bound"
+SHARE_GETNEXT = "GetNext"
+SHARE_FP_BP = "FP to BP"
+SHARE_REFRESH = "Iteration Refresh"
+SHARE_REDUCE = "Reduce"
+SHARE_NAMES = [SHARE_DATA_AUG, SHARE_GETNEXT, SHARE_FP_BP, SHARE_REFRESH, SHARE_REDUCE]
+
+BASIS_STEADY = "steady"
+BASIS_ALL = "all"
+
+
+def input_bound_verdict(input_share: Optional[float]) -> str:
+    """XProf's verdict for the share (0..1) of step time spent on input."""
+    if input_share is None:
+        return UNKNOWN_INPUT_BOUND
+    if input_share >= HIGH_THRESHOLD:
+        return HIGHLY_INPUT_BOUND
+    if input_share >= MODERATE_THRESHOLD:
+        return MODERATELY_INPUT_BOUND
+    return NOT_INPUT_BOUND
+
+
+@dataclass
+class ModelSummary:
+    """Summary of one Model ID on one device. Times in µs, shares as fractions 0..1."""
+
+    device_id: int
+    model_id: int
+    iterations: int
+    first_iteration_id: Optional[int]
+    last_iteration_id: Optional[int]
+    basis: str
+    basis_iterations: int
+    median_iteration_time_us: Optional[float]
+    mean_iteration_time_us: Optional[float]
+    shares: dict[str, Optional[float]] = field(default_factory=dict)
+    input_share: Optional[float] = None
+    input_measure: Optional[str] = None
+    verdict: str = UNKNOWN_INPUT_BOUND
+
+
+@dataclass
+class ProfSummary:
+    """Summaries of every model of one PROF folder."""
+
+    prof_dir: Path
+    models: list[ModelSummary]
+    skipped_lines: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models]}
+
+    def render_text(self) -> str:
+        lines = [str(self.prof_dir)]
+        if self.skipped_lines:
+            lines.append(f"  ({self.skipped_lines} unreadable raw line(s) skipped)")
+        for m in self.models:
+            ids = f"Iteration ID {m.first_iteration_id}..{m.last_iteration_id}"
+            lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations ({ids})")
+            basis = "steady iterations" if m.basis == BASIS_STEADY else "all iterations (none steady)"
+            lines.append(
+                f"    Iteration Time over {m.basis_iterations} {basis}: "
+                f"median {_us(m.median_iteration_time_us)}, mean {_us(m.mean_iteration_time_us)}"
+            )
+            lines.append("    " + "  ".join(f"{name} {_pct(m.shares.get(name))}" for name in SHARE_NAMES))
+            measure = f" ({m.input_measure})" if m.input_measure else ""
+            lines.append(f"    Input: {_pct(m.input_share)} of step time{measure} -> {m.verdict}")
+        return "\n".join(lines) + "\n"
+
+
+def _us(value: Optional[float]) -> str:
+    return st.NA if value is None else f"{value:.1f} us"
+
+
+def _pct(value: Optional[float]) -> str:
+    return st.NA if value is None else f"{100 * value:.1f}%"
+
+
+def _share(part: pd.Series, whole: pd.Series) -> Optional[float]:
+    mask = part.notna() & whole.notna()
+    total = whole[mask].sum()
+    if not mask.any() or total <= 0:
+        return None
+    return float(part[mask].sum()) / float(total)
+
+
+def _stat(value: Any) -> Optional[float]:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def summarize_table(table: st.StepTraceTable) -> list[ModelSummary]:
+    """One ``ModelSummary`` per (device, model) of a step-trace table."""
+    frame = table.frame.assign(_has_previous=table.has_previous.to_numpy(), _reduce=table.total_reduce().to_numpy())
+    out: list[ModelSummary] = []
+    for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
+        timed = rows[rows[st.ITERATION_TIME].notna()]
+        steady = timed[timed["_has_previous"]]
+        basis, used = (BASIS_STEADY, steady) if not steady.empty else (BASIS_ALL, timed)
+        it_time = used[st.ITERATION_TIME].astype("float64")
+        shares = {
+            SHARE_DATA_AUG: _share(used[st.DATA_AUG_BOUND], used[st.ITERATION_TIME]),
+            SHARE_GETNEXT: _share(used[st.GETNEXT_TIME], used[st.ITERATION_TIME]),
+            SHARE_FP_BP: _share(used[st.FP_TO_BP], used[st.ITERATION_TIME]),
+            SHARE_REFRESH: _share(used[st.ITERATION_REFRESH], used[st.ITERATION_TIME]),
+            SHARE_REDUCE: _share(used["_reduce"], used[st.ITERATION_TIME]),
+        }
+        if shares[SHARE_GETNEXT] is not None:
+            input_share, measure = shares[SHARE_GETNEXT], "GetNext Time"
+        elif shares[SHARE_DATA_AUG] is not None:
+            input_share, measure = shares[SHARE_DATA_AUG], "Data Aug Bound (no GetNext timing)"
+        else:
+            input_share, measure = None, None
+        ids = rows[st.ITERATION_ID_COL].dropna()
+        out.append(
+            ModelSummary(
+                device_id=int(device_id),
+                model_id=int(model_id),
+                iterations=len(rows),
+                first_iteration_id=int(ids.min()) if not ids.empty else None,
+                last_iteration_id=int(ids.max()) if not ids.empty else None,
+                basis=basis,
+                basis_iterations=len(used),
+                median_iteration_time_us=_stat(it_time.median()) if not it_time.empty else None,
+                mean_iteration_time_us=_stat(it_time.mean()) if not it_time.empty else None,
+                shares=shares,
+                input_share=input_share,
+                input_measure=measure,
+                verdict=input_bound_verdict(input_share),
+            )
+        )
+    return out
+
+
+def summarize_prof_data(data: ProfData) -> ProfSummary:
+    return ProfSummary(prof_dir=data.prof_dir, models=summarize_table(data.table), skipped_lines=data.skipped_lines)
+
+
+def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
+    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``)."""
+    return summarize_prof_data(load_prof_dir(prof_dir))
