@@ -126,7 +126,10 @@ class ProfilingOptions:
                 raise ProfilingOptionsError(
                     f"{origin}: option '{canonical}' is given twice (as '{canonical}' and an alias/legacy spelling); keep one"
                 )
-            values[canonical] = spec.validate(canonical, value)
+            try:
+                values[canonical] = spec.validate(canonical, value)
+            except ProfilingOptionsError as exc:
+                raise ProfilingOptionsError(f"{origin}: {exc}") from None
         return cls(**values, notes=tuple(notes))
 
     # ----- views --------------------------------------------------------------------------

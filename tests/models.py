@@ -1,0 +1,71 @@
+"""Small real models the runtime tests train: fast on 2 CPU cores, but real TensorFlow graphs."""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+FEATURES = 16
+CLASSES = 4
+
+
+def synthetic_data(n: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A learnable problem: the label is the argmax of a fixed projection of the features."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, FEATURES)).astype(np.float32)
+    y = np.argmax(x @ rng.normal(size=(FEATURES, CLASSES)), axis=1).astype(np.int32)
+    return x, y
+
+
+def input_fn(batch: int = 32, sleep_s: float = 0.0):
+    """A tf.data input_fn; `sleep_s` makes every batch slow (an input-bound pipeline)."""
+
+    def fn():
+        x, y = synthetic_data()
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(batch)
+        if sleep_s:
+            import time
+
+            def slow(features, labels):
+                def wait(v):
+                    time.sleep(sleep_s)
+                    return v
+
+                return {"x": tf.py_function(wait, [features["x"]], tf.float32)}, labels
+
+            ds = ds.map(slow)
+        return ds
+
+    return fn
+
+
+def mlp_model_fn(features, labels, mode, params=None):
+    """Two dense layers and SGD with a global step, the shape of a typical Estimator model."""
+    hidden = tf.layers.dense(features["x"], 32, activation=tf.nn.relu, name="dense")
+    logits = tf.layers.dense(hidden, CLASSES, name="logits")
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions={"class": tf.argmax(logits, 1)})
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss)
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def session_mlp(graph: tf.Graph, batch: int = 32, sleep_s: float = 0.0, extra_flops: int = 0, seed: int = 1):
+    """A plain-Session model on tf.data: returns (train_op, loss, init_op, summary_op).
+
+    `extra_flops` adds matrix products to the forward pass (a slow model).
+    """
+    with graph.as_default():
+        tf.set_random_seed(seed)
+        features, labels = tf.data.make_one_shot_iterator(input_fn(batch, sleep_s)()).get_next()
+        hidden = tf.layers.dense(features["x"], 32, activation=tf.nn.relu, name="dense")
+        for i in range(extra_flops):
+            big = tf.layers.dense(hidden, 512, activation=tf.nn.relu, name=f"heavy_{i}")
+            hidden = tf.layers.dense(big, 32, name=f"heavy_back_{i}")
+        logits = tf.layers.dense(hidden, CLASSES, name="logits")
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
+        summary = tf.summary.scalar("loss", loss)
+        init = tf.global_variables_initializer()
+    return train_op, loss, init, summary
