@@ -111,3 +111,62 @@ def make_prof_dir(
         text = content if isinstance(content, str) else jsonl(content)
         layout.training_trace_path(prof, device_id).write_text(text)
     return prof
+
+
+# ----- an independent re-implementation of the REFERENCE §4 rules, on CSV text -----
+
+NA = "N/A"
+
+
+def read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a step_trace CSV (positional: Reduce names repeat)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+def _num(cell: str) -> Optional[int]:
+    if cell == NA:
+        return None
+    assert cell.lstrip("-").isdigit(), f"not an integer or N/A: {cell!r}"
+    return int(cell)
+
+
+def _diff(a: Optional[int], b: Optional[int]) -> Optional[int]:
+    return None if a is None or b is None else a - b
+
+
+def assert_step_trace_formulas(header: list[str], rows: list[list[str]]) -> None:
+    """Check every row of a step_trace CSV against the REFERENCE §4 definitions.
+
+    "Previous iteration" = the earlier row of the same (device, model) whose
+    Iteration ID is one less; rows must be in Iteration End order per model.
+    """
+    n_reduce = (len(header) - 13) // 2
+    assert len(header) == 13 + 2 * n_reduce
+    last: dict[tuple[int, int], tuple[int, int]] = {}  # (device, model) -> (id, end)
+    for number, row in enumerate(rows, start=2):
+        assert len(row) == len(header), f"row {number} has {len(row)} cells"
+        v = [_num(c) for c in row]
+        device, it_id, fp, bp, end, it_time, fp_bp, refresh, aug, model = v[:10]
+        assert device is not None and it_id is not None and end is not None and model is not None
+        key = (device, model)
+        prev = last.get(key)
+        if prev is not None:
+            assert end >= prev[1], f"row {number}: not in Iteration End order"
+        prev_end = prev[1] if prev is not None and prev[0] == it_id - 1 else None
+        where = f"row {number}: {row}"
+        assert fp_bp == _diff(bp, fp), where
+        assert refresh == _diff(end, bp), where
+        assert aug == _diff(fp, prev_end), where
+        expected_time = _diff(end, prev_end) if prev_end is not None else _diff(end, fp)
+        assert it_time == expected_time, where
+        for k in range(n_reduce):
+            start, dur = v[10 + 2 * k], v[11 + 2 * k]
+            if start is None:
+                assert dur is None, where
+        gn_start, gn_end, gn_time = v[-3:]
+        assert gn_time == _diff(gn_end, gn_start), where
+        last[key] = (it_id, end)

@@ -15,3 +15,37 @@ One module per job:
 Heavy imports are avoided here on purpose: ``import npu_tf_profiling.reports``
 costs nothing until a sub-module is used.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Public names, loaded on first use (PEP 562) so the package import stays cheap:
+# the runtime does `from npu_tf_profiling.reports import write_step_trace_reports`
+# at session close, and pandas should not load before that.
+_LAZY = {
+    "write_step_trace_reports": "npu_tf_profiling.reports.writer",
+    "load_prof_dir": "npu_tf_profiling.reports.prof_dir",
+    "find_prof_dirs": "npu_tf_profiling.reports.prof_dir",
+    "read_training_trace": "npu_tf_profiling.reports.raw",
+    "read_device": "npu_tf_profiling.reports.raw",
+    "compute_step_trace": "npu_tf_profiling.reports.step_trace",
+    "step_trace_events": "npu_tf_profiling.reports.step_trace_timeline",
+    "validate_chrome_trace": "npu_tf_profiling.reports.chrome_trace",
+    "summarize_prof_dir": "npu_tf_profiling.reports.summary",
+    "BadInputError": "npu_tf_profiling.reports.errors",
+    "NothingFoundError": "npu_tf_profiling.reports.errors",
+    "RawDataWarning": "npu_tf_profiling.reports.errors",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)
