@@ -19,6 +19,9 @@ import numpy as np
 
 from npu_tf_profiling.npu_init import *  # noqa: F401,F403  (was: from npu_bridge.npu_init import *)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from show_results import print_profiling_result  # noqa: E402
+
 FEATURES, CLASSES = 64, 10
 
 
@@ -66,8 +69,6 @@ def main() -> int:
     estimator = NPUEstimator(model_fn=model_fn, config=config)
     estimator.train(input_fn=input_fn, steps=args.steps)
     print(f"== trained {args.steps} steps; evaluation: {estimator.evaluate(input_fn=input_fn, steps=5)}")
-
-    from npu_tf_profiling.samples_support import print_profiling_result
 
     return print_profiling_result(args.output)
 

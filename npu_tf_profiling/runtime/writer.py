@@ -44,7 +44,7 @@ class AppendOnlyWriter:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             if not self._budget.allows(len(line)):
-                self._stop(f"storage_limit of {self._budget.limit_bytes // (1024 * 1024)}MB reached")
+                self._stop(f"storage_limit reached ({self._budget.limit_bytes} bytes)")
                 return False
             try:
                 if self._fd is None:

@@ -1,0 +1,53 @@
+"""The probes agree with TensorFlow's own step stats (FULL_TRACE on the same iterations) within 100 µs at p95."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from npu_tf_profiling.config.session_proto import write_request
+from tests.models import session_mlp
+from tests.trace_files import only_prof_dir, raw_records
+
+ITERATIONS = 25
+TOLERANCE_US = 100.0
+
+
+def _op_times(run_metadata: tf.RunMetadata) -> dict[str, tuple[float, float]]:
+    """op name -> (start, end) in µs since the epoch, from the CPU device's step stats."""
+    times: dict[str, tuple[float, float]] = {}
+    for device in run_metadata.step_stats.dev_stats:
+        for node in device.node_stats:
+            name = node.node_name.split(":")[0]
+            start = float(node.all_start_micros)
+            times[name] = (start, start + float(node.all_end_rel_micros))
+    return times
+
+
+def test_probe_times_match_step_stats(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, loss, init, _ = session_mlp(graph, batch=64, extra_flops=1)
+    config = tf.ConfigProto()
+    write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on"}))
+    stats = []
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        for _ in range(ITERATIONS):
+            metadata = tf.RunMetadata()
+            sess.run([train_op, loss], options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
+            stats.append(_op_times(metadata))
+    records = raw_records(tmp_path)
+    assert len(records) == ITERATIONS
+    points = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())["models"]["1"]
+    bp_ops = sorted({t.split(":")[0] for t in points["bp_inputs"]})
+    errors: dict[str, list[float]] = {"fp_start": [], "bp_end": [], "get_next_start": [], "get_next_end": [], "iteration_end": []}
+    for record, times in zip(records, stats):
+        errors["fp_start"].append(abs(record["fp_start"] - times[points["fp"]][0]))
+        errors["bp_end"].append(abs(record["bp_end"] - max(times[op][1] for op in bp_ops)))
+        start, end = record["get_next"][0]
+        errors["get_next_start"].append(abs(start - times[points["get_next"][0]][0]))
+        errors["get_next_end"].append(abs(end - times[points["get_next"][0]][1]))
+        errors["iteration_end"].append(abs(record["iteration_end"] - times[points["iteration_end"]][1]))
+    p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
+    assert all(value <= TOLERANCE_US for value in p95.values()), p95

@@ -1,0 +1,163 @@
+"""training_trace through the sess.run path (NpuOptimizer in the session ConfigProto): real sessions, real files."""
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from npu_tf_profiling.config import ProfilingOptionsError
+from npu_tf_profiling.config.session_proto import write_request
+from tests.models import session_mlp
+from tests.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, raw_records, step_trace_rows
+
+
+def profiling_config(output: Path, **extra: str) -> tf.ConfigProto:
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on", **extra}))
+    return config
+
+
+def test_n_iterations_give_n_rows_with_exact_formulas(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, loss, init, _ = session_mlp(graph)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        for _ in range(12):
+            sess.run([train_op, loss])
+    header, rows = step_trace_rows(tmp_path)
+    assert header[: len(HEADER)] == HEADER
+    assert header[len(HEADER):] == ["GetNext Start(us)", "GetNext End(us)", "GetNext Time(us)"]  # single device: no Reduce
+    assert len(rows) == 12
+    assert [row["Iteration ID"] for row in rows] == [str(i) for i in range(1, 13)]
+    assert {row["Model ID"] for row in rows} == {"1"}
+    assert all(row["GetNext Start(us)"] != "N/A" for row in rows)
+    assert_step_trace_formulas(rows)
+    info = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())
+    points = info["models"]["1"]
+    assert points["fp"] == "dense/MatMul" and points["get_next"] == ["IteratorGetNext"]
+    assert info["source"] == "session" and info["options"]["training_trace"] == "on"
+
+
+def test_non_iterations_are_untouched_and_not_recorded(tmp_path) -> None:
+    """init, loss-only and summary runs: same values as without profiling, and no rows."""
+    graph = tf.Graph()
+    train_op, loss, init, summary = session_mlp(graph)
+    with graph.as_default():
+        weights = graph.get_tensor_by_name("dense/kernel:0")
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        assert sess.run(init) is None
+        before = sess.run(weights)
+        loss_only = sess.run(loss)
+        assert isinstance(loss_only, np.float32)
+        summary_bytes = sess.run(summary)
+        assert isinstance(summary_bytes, bytes) and b"loss" in summary_bytes
+        np.testing.assert_array_equal(sess.run(weights), before)  # nothing trained, nothing probed
+        assert sess.run({"loss": loss, "step": train_op})["step"] is None  # a dict fetch is an iteration
+    rows = raw_records(tmp_path)
+    assert len(rows) == 1
+
+
+def _train_losses(config: tf.ConfigProto | None, steps: int = 20) -> tuple[list[float], list[np.ndarray]]:
+    graph = tf.Graph()
+    train_op, loss, init, _ = session_mlp(graph, seed=7)
+    with graph.as_default():
+        variables = tf.trainable_variables()
+    base = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+    if config is not None:
+        base.MergeFrom(config)
+    with tf.Session(graph=graph, config=base) as sess:
+        sess.run(init)
+        losses = [float(sess.run([train_op, loss])[1]) for _ in range(steps)]
+        return losses, sess.run(variables)
+
+
+def test_profiling_does_not_change_results(tmp_path) -> None:
+    plain_losses, plain_weights = _train_losses(None)
+    profiled_losses, profiled_weights = _train_losses(profiling_config(tmp_path))
+    assert profiled_losses == plain_losses
+    for a, b in zip(plain_weights, profiled_weights):
+        np.testing.assert_array_equal(a, b)
+    assert len(raw_records(tmp_path)) == 20
+
+
+def test_slow_input_shows_in_getnext_and_data_aug_bound(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph, sleep_s=0.03)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        for _ in range(6):
+            sess.run(train_op)
+    _, rows = step_trace_rows(tmp_path)
+    getnext = [float(r["GetNext Time(us)"]) for r in rows[1:]]
+    fp_bp = [float(r["FP to BP Time(us)"]) for r in rows[1:]]
+    assert min(getnext) > 25_000  # the 30 ms sleep is in the read
+    assert max(fp_bp) < 10_000  # and not in the compute
+    # With no prefetch, the read sits between the previous iteration end and FP start.
+    assert min(float(r["Data Aug Bound(us)"]) for r in rows[1:]) > 25_000
+
+
+def test_slow_model_shows_in_fp_to_bp(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph, batch=256, extra_flops=6)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        for _ in range(6):
+            sess.run(train_op)
+    _, rows = step_trace_rows(tmp_path)
+    steady = rows[1:]
+    fp_bp = sorted(float(r["FP to BP Time(us)"]) for r in steady)
+    data = sorted(float(r["Data Aug Bound(us)"]) for r in steady)
+    assert fp_bp[len(fp_bp) // 2] > 5 * data[len(data) // 2]
+
+
+def test_unwritable_output_fails_before_training(tmp_path) -> None:
+    (tmp_path / "file").write_text("")
+    graph = tf.Graph()
+    session_mlp(graph)
+    with pytest.raises(ProfilingOptionsError, match=r"option 'output': cannot create directory"):
+        tf.Session(graph=graph, config=profiling_config(tmp_path / "file" / "out"))
+
+
+def test_user_points_that_do_not_exist_fail_at_first_run(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path, fp_point="dense/MatMull")) as sess:
+        with pytest.raises(ValueError, match="dense/MatMul"):
+            sess.run(init)
+
+
+def test_feed_dict_model_is_traced_without_getnext(tmp_path) -> None:
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 8], name="x")
+        y = tf.placeholder(tf.float32, [None, 1], name="y")
+        out = tf.layers.dense(tf.layers.dense(x, 16, activation=tf.nn.relu, name="h"), 1, name="out")
+        loss = tf.losses.mean_squared_error(y, out)
+        train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
+        init = tf.global_variables_initializer()
+    rng = np.random.default_rng(0)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        for _ in range(5):
+            sess.run(train_op, {x: rng.normal(size=(16, 8)), y: rng.normal(size=(16, 1))})
+    _, rows = step_trace_rows(tmp_path)
+    assert len(rows) == 5
+    assert all(r["GetNext Time(us)"] == "N/A" for r in rows)
+    assert [r["Iteration ID"] for r in rows] == ["1", "2", "3", "4", "5"]  # no global step: run counter
+    assert_step_trace_formulas(rows)
+
+
+def test_monitored_training_session_is_profiled(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, loss, _, _ = session_mlp(graph)
+    with graph.as_default():
+        with tf.train.MonitoredTrainingSession(config=profiling_config(tmp_path), save_checkpoint_secs=None, save_summaries_steps=None) as sess:
+            for _ in range(7):
+                sess.run([train_op, loss])
+    _, rows = step_trace_rows(tmp_path)
+    assert [r["Iteration ID"] for r in rows] == [str(i) for i in range(1, 8)]
+    assert_step_trace_formulas(rows)

@@ -1,0 +1,67 @@
+"""Test helpers: find and read what a profiled run wrote (plain csv/json, independent of `reports`)."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+HEADER = [
+    "Device_id", "Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)",
+    "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)", "Model ID",
+]
+
+
+def only_prof_dir(output: Path) -> Path:
+    dirs = sorted(output.glob("PROF_*"))
+    assert len(dirs) == 1, f"expected one PROF_* folder in {output}, found {dirs}"
+    return dirs[0]
+
+
+def step_trace_rows(output: Path) -> tuple[list[str], list[dict[str, str]]]:
+    prof = only_prof_dir(output)
+    csvs = sorted((prof / "mindstudio_profiler_output").glob("step_trace_*.csv"))
+    assert len(csvs) == 1, csvs
+    with csvs[0].open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def raw_records(output: Path) -> list[dict]:
+    prof = only_prof_dir(output)
+    lines = (next(prof.glob("device_*")) / "data" / "training_trace.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def num(value: str) -> float | None:
+    return None if value == "N/A" else float(value)
+
+
+def assert_step_trace_formulas(rows: list[dict[str, str]]) -> None:
+    """REFERENCE §4 row by row, per Model ID, plus the physical ordering of the points."""
+    by_model: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        by_model.setdefault(row["Model ID"], []).append(row)
+    for model_rows in by_model.values():
+        previous_end = None
+        for i, row in enumerate(model_rows):
+            fp, bp, end = num(row["FP Start(us)"]), num(row["BP End(us)"]), num(row["Iteration End(us)"])
+            assert fp is not None and bp is not None and end is not None, row
+            assert fp < bp <= end, row
+            assert num(row["FP to BP Time(us)"]) == pytest_approx(bp - fp)
+            assert num(row["Iteration Refresh(us)"]) == pytest_approx(end - bp)
+            if i == 0:
+                assert row["Data Aug Bound(us)"] == "N/A"
+                assert num(row["Iteration Time(us)"]) == pytest_approx(end - fp)
+            else:
+                assert num(row["Data Aug Bound(us)"]) == pytest_approx(fp - previous_end)
+                assert num(row["Iteration Time(us)"]) == pytest_approx(end - previous_end)
+            if "GetNext End(us)" in row and row["GetNext End(us)"] != "N/A":
+                assert num(row["GetNext End(us)"]) <= fp, row
+                assert num(row["GetNext Time(us)"]) == pytest_approx(num(row["GetNext End(us)"]) - num(row["GetNext Start(us)"]))
+            previous_end = end
+
+
+def pytest_approx(value: float):
+    import pytest
+
+    return pytest.approx(value, abs=0.15)
