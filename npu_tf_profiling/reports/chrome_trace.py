@@ -158,7 +158,11 @@ def validate_chrome_trace(
     return problems
 
 
-def dumps_events(events: Iterable[Event]) -> str:
-    """Serialise events as a JSON array, one event per line (readable, diff-friendly)."""
-    body = ",\n".join(json.dumps(e, ensure_ascii=False, allow_nan=False, separators=(",", ":")) for e in events)
-    return "[\n" + body + "\n]\n" if body else "[]\n"
+def dumps_events(events: Sequence[Event]) -> str:
+    """Serialise events as one compact JSON array.
+
+    One ``json.dumps`` call (the C encoder end to end) is about twice as fast
+    as encoding event by event, which matters for timelines of millions of
+    events; viewers do not care about line breaks.
+    """
+    return json.dumps(list(events), ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"

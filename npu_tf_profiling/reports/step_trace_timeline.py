@@ -50,8 +50,10 @@ def model_track_name(model_id: int, kind: str = TRACK_ITERATION, lane: int = 0) 
     return name if lane == 0 else f"{name} #{lane + 1}"
 
 
-def _int(value: Any) -> Optional[int]:
-    return None if value is None or value is pd.NA or pd.isna(value) else int(value)
+def _column(rows: pd.DataFrame, name: str) -> list[Optional[int]]:
+    """A nullable Int64 column as a list of Python ints / None (fast, JSON-ready)."""
+    col = rows[name]
+    return [None if missing else int(v) for v, missing in zip(col.to_numpy(dtype="float64", na_value=0.0), col.isna().to_numpy())]
 
 
 def _shown(value: Optional[int]) -> Any:
@@ -59,10 +61,15 @@ def _shown(value: Optional[int]) -> Any:
 
 
 class _Spans:
-    """Collects (kind, ts, dur, name, args) for one model, dropping unusable spans."""
+    """Collects the X events of one model by track kind, dropping unusable spans.
 
-    def __init__(self) -> None:
-        self.by_kind: dict[str, list[tuple[int, int, str, dict[str, Any]]]] = defaultdict(list)
+    Events are created complete (``tid`` is filled in once lanes are known) so
+    each span costs one dict: large runs have hundreds of thousands.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.by_kind: dict[str, list[chrome_trace.Event]] = defaultdict(list)
         self.negative = 0
 
     def add(self, kind: str, ts: Optional[int], dur: Optional[int], name: str, args: dict[str, Any]) -> None:
@@ -71,16 +78,19 @@ class _Spans:
         if dur < 0:
             self.negative += 1
             return
-        self.by_kind[kind].append((ts, dur, name, args))
+        self.by_kind[kind].append(
+            {"name": name, "ph": "X", "cat": _CATEGORY, "ts": ts, "dur": dur, "pid": self.pid, "tid": 0, "args": args}
+        )
 
 
-def _model_spans(rows: pd.DataFrame, n_reduce: int) -> _Spans:
-    spans = _Spans()
-    for row in rows.to_dict("records"):
-        it_id = _int(row[st.ITERATION_ID_COL])
-        fp, bp, end = _int(row[st.FP_START]), _int(row[st.BP_END]), _int(row[st.ITERATION_END])
-        it_time = _int(row[st.ITERATION_TIME])
-        fp_bp, refresh, aug = _int(row[st.FP_TO_BP]), _int(row[st.ITERATION_REFRESH]), _int(row[st.DATA_AUG_BOUND])
+def _model_spans(rows: pd.DataFrame, n_reduce: int, pid: int) -> _Spans:
+    spans = _Spans(pid)
+    c = {name: _column(rows, name) for name in st.BASE_COLUMNS + st.GETNEXT_COLUMNS}
+    reduces = [(_column(rows, st.reduce_start_key(k)), _column(rows, st.reduce_duration_key(k))) for k in range(n_reduce)]
+    for i, it_id in enumerate(c[st.ITERATION_ID_COL]):
+        fp, bp, end = c[st.FP_START][i], c[st.BP_END][i], c[st.ITERATION_END][i]
+        it_time, fp_bp = c[st.ITERATION_TIME][i], c[st.FP_TO_BP][i]
+        refresh, aug = c[st.ITERATION_REFRESH][i], c[st.DATA_AUG_BOUND][i]
         spans.add(
             TRACK_ITERATION,
             None if end is None or it_time is None else end - it_time,
@@ -111,9 +121,8 @@ def _model_spans(rows: pd.DataFrame, n_reduce: int) -> _Spans:
             f"Iteration Refresh {it_id}",
             {"BP End": _shown(bp), "Iteration End": _shown(end), "Iteration Refresh(us)": _shown(refresh)},
         )
-        for k in range(n_reduce):
-            start = _int(row[st.reduce_start_key(k)])
-            dur = _int(row[st.reduce_duration_key(k)])
+        for k, (starts, durs) in enumerate(reduces):
+            start, dur = starts[i], durs[i]
             spans.add(
                 TRACK_REDUCE,
                 start,
@@ -121,7 +130,7 @@ def _model_spans(rows: pd.DataFrame, n_reduce: int) -> _Spans:
                 f"Reduce_{it_id}_{k + 1}",
                 {f"Reduce Start {k + 1}": _shown(start), f"Reduce End {k + 1}": _shown(None if start is None or dur is None else start + dur)},
             )
-        gn_start, gn_end, gn_time = _int(row[st.GETNEXT_START]), _int(row[st.GETNEXT_END]), _int(row[st.GETNEXT_TIME])
+        gn_start, gn_end, gn_time = c[st.GETNEXT_START][i], c[st.GETNEXT_END][i], c[st.GETNEXT_TIME][i]
         spans.add(
             TRACK_GETNEXT,
             gn_start,
@@ -138,30 +147,29 @@ def step_trace_events(table: st.StepTraceTable) -> list[chrome_trace.Event]:
     spans_out: list[chrome_trace.Event] = []
     negative = 0
     frame = table.frame
-    for device_id in sorted(int(d) for d in frame[st.DEVICE_ID].dropna().unique()):
-        pid = device_id
+    for device_key, device_rows in frame.groupby(st.DEVICE_ID, sort=True):
+        device_id = pid = int(device_key)
         events.append(chrome_trace.process_name_event(pid, f"Device {device_id}"))
         events.append(chrome_trace.process_sort_event(pid, device_id))
-        device_rows = frame[frame[st.DEVICE_ID] == device_id]
         next_tid = 1
-        for model_id in sorted(int(m) for m in device_rows[st.MODEL_ID].dropna().unique()):
-            spans = _model_spans(device_rows[device_rows[st.MODEL_ID] == model_id], table.n_reduce)
+        for model_key, model_rows in device_rows.groupby(st.MODEL_ID, sort=True):
+            model_id = int(model_key)
+            spans = _model_spans(model_rows, table.n_reduce, pid)
             negative += spans.negative
             for kind in _TRACK_SUFFIX:
                 items = spans.by_kind.get(kind, [])
                 if not items and kind != TRACK_ITERATION:
                     continue
-                lanes = chrome_trace.assign_lanes([(ts, dur) for ts, dur, _, _ in items])
+                lanes = chrome_trace.assign_lanes([(e["ts"], e["dur"]) for e in items])
                 lane_tids: dict[int, int] = {}
                 for lane in sorted(set(lanes)) or [0]:
                     lane_tids[lane] = next_tid
                     events.append(chrome_trace.thread_name_event(pid, next_tid, model_track_name(model_id, kind, lane)))
                     events.append(chrome_trace.thread_sort_event(pid, next_tid, next_tid))
                     next_tid += 1
-                for (ts, dur, name, args), lane in zip(items, lanes):
-                    spans_out.append(
-                        {"name": name, "ph": "X", "cat": _CATEGORY, "ts": ts, "dur": dur, "pid": pid, "tid": lane_tids[lane], "args": args}
-                    )
+                for event, lane in zip(items, lanes):
+                    event["tid"] = lane_tids[lane]
+                spans_out.extend(items)
     if negative:
         warnings.warn(
             f"step trace timeline: left out {negative} span(s) with a negative duration "
