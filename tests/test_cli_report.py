@@ -135,3 +135,9 @@ def test_python_dash_m_entry_point(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith(".json")
+
+
+def test_pointing_at_a_device_folder_names_the_parent(tmp_path, capsys):
+    prof = make_prof_dir(tmp_path, {0: iterations(2)})
+    assert main(["report", str(prof / "device_0")]) == 2
+    assert f"give its parent PROF_* folder ({prof})" in capsys.readouterr().err

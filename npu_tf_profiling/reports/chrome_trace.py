@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence, Union
 
 Event = dict[str, Any]
 

@@ -56,6 +56,8 @@ def find_prof_dirs(path: Path | str) -> list[Path]:
     if is_prof_dir(path):
         return [path]
     found = sorted(p for p in path.iterdir() if p.is_dir() and p.name.startswith(layout.PROF_DIR_PREFIX))
+    if not found and path.name.startswith(layout.DEVICE_DIR_PREFIX):
+        raise BadInputError(f"{path}: a device folder; give its parent PROF_* folder ({path.parent})")
     if not found:
         raise BadInputError(
             f"{path}: not a {layout.PROF_DIR_PREFIX}* folder, and holds none "
