@@ -156,6 +156,7 @@ class Discovery:
         self.collectives: list[int] = []
         self.forward_collectives: list[int] = []
         self.bp_sources: list[tuple[int, int]] = []
+        self.bp_ranked: list[int] = []  # bp candidates, most likely first
         self.bp_id: int | None = None
         self.bp_reason = ""
         self.groups: list[list[int]] = []
@@ -204,6 +205,11 @@ class Discovery:
         downstream = idx.reach(updates_all, backward=False)
         data_out, ctrl_out = idx.data_out, idx.ctrl_out
         sinks = [i for i in ids_in(downstream) if not data_out[i] and not ctrl_out[i]]
+        # An unused read_value() of an assign is a sink too, but nobody runs it
+        # as the step: prefer NoOps (tf.group), updates and compute ops.
+        types = idx.types
+        real = [i for i in sinks if types[i] == "NoOp" or not optypes.is_plumbing_type(types[i])]
+        sinks = real or sinks
         if not sinks:  # every op downstream is consumed (a cycle): consider them all
             sinks = ids_in(downstream)
         preferred = optypes.TRAIN_OP_NAME_RE.search
@@ -297,15 +303,21 @@ class Discovery:
         while op not in seen:
             seen.add(op)
             t = idx.types[op]
+            inputs = idx.data_in[op]
             if t in optypes.PASS_THROUGH_SAME_PORT:
                 k = port
             elif t in optypes.PASS_THROUGH_INPUT0:
                 k = 0
+            elif t in optypes.MERGE_TYPES and inputs:
+                # A loop accumulator's value comes round through NextIteration;
+                # a cond's Merge takes the later-computed branch.
+                back = [n for n, j in enumerate(inputs) if idx.types[j] in optypes.BACK_EDGE_TYPES]
+                k = back[0] if back else max(range(len(inputs)), key=lambda n: idx.topo_pos[inputs[n]])
             else:
                 break
-            if k >= len(idx.data_in[op]):
+            if k >= len(inputs):
                 break
-            src = idx.data_in[op][k]
+            src = inputs[k]
             if not self.backward[src] or (post is not None and post[src]):
                 break
             op, port = src, idx.data_port[op][k]
@@ -330,6 +342,9 @@ class Discovery:
         self.bp_sources = sorted(sources, key=lambda s: (pos[s[0]], s[1]))
         names = idx.names
         if self.collectives:
+            ranked_ops = [op for c in reversed(self.collectives)
+                          for op, _ in sorted(per_consumer.get(c, ()), key=lambda s: -pos[s[0]])]
+            self.bp_ranked = list(dict.fromkeys(ranked_ops))
             for c in reversed(self.collectives):
                 if per_consumer.get(c):
                     producer = max(per_consumer[c], key=lambda s: pos[s[0]])[0]
@@ -340,18 +355,56 @@ class Discovery:
                         f"{names[c]} ({idx.types[c]}, {len(self.collectives)} communication ops in the backward pass)"
                     )
                     return
-        update_sources = [s for u in self.grad_updates for s in per_consumer.get(u, ())]
-        if not update_sources:
-            update_sources = list(self.bp_sources)
-        if update_sources:
-            producer = max(update_sources, key=lambda s: (pos[s[0]], s[1]))[0]
+        # Backprop runs in reverse forward order, so the gradient computed last
+        # is the one of the variable the forward pass uses first. That is the
+        # execution order even where graph-creation order is not (v1 while-loop
+        # accumulators are created after everything else); topological order
+        # breaks ties and covers updates of variables the forward pass never
+        # reads (gradient-accumulation buffers).
+        ranked: list[tuple[tuple[int, int, int, int], int, str]] = []
+        for u in self.grad_updates:
+            variable = idx.data_in[u][0] if idx.data_in[u] else None
+            first_use = self._first_forward_use(variable) if variable is not None else None
+            for op, port in per_consumer.get(u, ()):
+                key = (first_use is not None, -(first_use if first_use is not None else 0), pos[op], port)
+                ranked.append((key, op, names[variable] if variable is not None else ""))
+        if not ranked:
+            ranked = [((False, 0, pos[op], port), op, "") for op, port in self.bp_sources]
+        if ranked:
+            ranked.sort(reverse=True)
+            self.bp_ranked = list(dict.fromkeys(op for _, op, _ in ranked))
+            key, producer, variable_name = ranked[0]
             self.bp_id = producer
             kinds = sorted({idx.types[u] for u in self.grad_updates})
             shown = ", ".join(kinds[:3]) + (", ..." if len(kinds) > 3 else "")
-            self.bp_reason = (
-                f"bp = {names[producer]}: last in topological order of the {len(self.bp_sources)} gradient "
-                f"tensors feeding the {len(self.grad_updates)} optimizer updates ({shown})"
-            )
+            feeding = (f"of the {len(self.bp_sources)} gradient tensors feeding the {len(self.grad_updates)} "
+                       f"optimizer updates ({shown})")
+            if key[0]:
+                self.bp_reason = (f"bp = {names[producer]}: {feeding}, the one for {variable_name}, the variable "
+                                  "the forward pass uses first, so backprop computes it last")
+            else:
+                self.bp_reason = f"bp = {names[producer]}: last in topological order {feeding}"
+
+    def _first_forward_use(self, variable: int) -> int | None:
+        """Topological position of the first forward compute op reading
+        ``variable`` (through reads, Identity, Enter...), or None."""
+        idx = self.index
+        forward, is_compute, pos = self.forward, self.is_compute, idx.topo_pos
+        seen = {variable}
+        stack = [variable]
+        best: int | None = None
+        while stack:
+            i = stack.pop()
+            for j in idx.data_out[i]:
+                if j in seen or not forward[j]:
+                    continue
+                seen.add(j)
+                if is_compute[j]:
+                    if best is None or pos[j] < best:
+                        best = pos[j]
+                elif idx.types[j] not in optypes.METADATA_TYPES:
+                    stack.append(j)
+        return best
 
     # --------------------------------------------------------- data inputs
     def _placeholder_is_batch(self, i: int) -> bool:
@@ -383,14 +436,17 @@ class Discovery:
         chosen = [i for i in iterators if region[i]]
         kind = "iterator/queue data input"
         candidates = iterators
+        not_batches: list[int] = []
         if not chosen:
             placeholders = [i for i, t in enumerate(types) if t in optypes.PLACEHOLDER_TYPES]
             candidates = placeholders
-            chosen = [i for i in placeholders if (region[i] if self.is_training else idx.data_out[i])
-                      and self._placeholder_is_batch(i)]
+            feeding = [i for i in placeholders if (region[i] if self.is_training else idx.data_out[i])]
+            chosen = [i for i in feeding if self._placeholder_is_batch(i)]
+            not_batches = [i for i in feeding if i not in set(chosen)]
             kind = "feed_dict Placeholder"
         chosen = idx.sort_topo(chosen)
-        skipped = [i for i in candidates if i not in set(chosen)]
+        listed = set(chosen) | set(not_batches)
+        skipped = [i for i in candidates if i not in listed]
         if not chosen:
             return [], skipped, (
                 "get_next = none: no iterator, queue or batch Placeholder feeds the loss (synthetic data?)"
@@ -398,9 +454,14 @@ class Discovery:
             )
         where = "feeding the training step" if self.is_training else "in this graph"
         reason = f"get_next = {', '.join(names[i] for i in chosen)}: {kind}(s) {where}"
+
+        def shown(ops: list[int]) -> str:
+            return ", ".join(names[i] for i in ops[:4]) + (", ..." if len(ops) > 4 else "")
+
+        if not_batches:
+            reason += f"; not listed because scalar or bool Placeholders are settings, not batches: {shown(not_batches)}"
         if skipped and self.is_training:
-            shown = ", ".join(names[i] for i in skipped[:4]) + (", ..." if len(skipped) > 4 else "")
-            reason += f"; not listed because the training step does not consume them: {shown}"
+            reason += f"; not listed because they do not feed the loss of the training step: {shown(skipped)}"
         return chosen, skipped, reason
 
     # ------------------------------------------------------------------- fp
@@ -416,10 +477,10 @@ class Discovery:
                         tensors[(d, port)] = None
         return sorted(tensors, key=lambda t: (idx.topo_pos[t[0]], t[1]))
 
-    def _walk_forward(self, op: int, port: int) -> tuple[list[int], list[int], list[str]]:
+    def _walk_forward(self, op: int, port: int) -> tuple[list[int], list[int], dict[int, int]]:
         """From tensor op:port, inside the forward region: the compute ops
         reached through plumbing only (the frontier), every compute op reached
-        at all, and the plumbing types passed on the way to the frontier."""
+        at all, and the parent links of the plumbing walk (to explain the path)."""
         idx = self.index
         forward, is_compute, types = self.forward, self.is_compute, idx.types
         metadata = optypes.METADATA_TYPES
@@ -428,7 +489,7 @@ class Discovery:
                   and any(s == op and p == port for s, p in zip(data_in[c], data_port[c]))]
         seen = bytearray(self.count)
         frontier: list[int] = []
-        plumbing_passed: list[str] = []
+        parent: dict[int, int] = {}
         reached: list[int] = []
         # phase 1: through plumbing only
         stack = []
@@ -443,10 +504,10 @@ class Discovery:
             if is_compute[i]:
                 frontier.append(i)
                 continue
-            plumbing_passed.append(t)
             for j in data_out[i]:
                 if not seen[j] and forward[j]:
                     seen[j] = 1
+                    parent[j] = i
                     stack.append(j)
         # phase 2: everything reachable from the frontier (for the reach count)
         stack = list(frontier)
@@ -458,7 +519,7 @@ class Discovery:
                     seen[j] = 1
                     stack.append(j)
         compute_reached = [i for i in reached if is_compute[i]]
-        return frontier, compute_reached, list(dict.fromkeys(plumbing_passed))
+        return frontier, compute_reached, parent
 
     def _find_fp(self) -> None:
         idx = self.index
@@ -466,17 +527,22 @@ class Discovery:
         tensors = self._data_tensors()[:_MAX_DATA_TENSORS]
         results = []
         for op, port in tensors:
-            frontier, reached, plumbing = self._walk_forward(op, port)
+            frontier, reached, parent = self._walk_forward(op, port)
             if frontier:
-                results.append((len(reached), op, port, frontier, reached, plumbing))
+                results.append((len(reached), op, port, frontier, reached, parent))
         if results:
             best = max(results, key=lambda r: (r[0], -pos[r[1]], -r[2]))
-            count, op, port, frontier, reached, plumbing = best
+            count, op, port, frontier, reached, parent = best
             fp = min(frontier, key=pos.__getitem__)
             self.fp_id = fp
             self.forward_reach = idx.sort_topo(reached)
             tensor = idx.tensor_name(op, port)
-            via = f" (via {', '.join(plumbing)})" if plumbing else ""
+            path = []
+            step = parent.get(fp)
+            while step is not None and len(path) < 50:
+                path.append(idx.types[step])
+                step = parent.get(step)
+            via = f" (via {', '.join(reversed(path))})" if path else ""
             reason = f"fp = {names[fp]}: first compute op consuming {tensor}{via}"
             if len(results) > 1:
                 others = sorted((r for r in results if r is not best), key=lambda r: -r[0])[:3]
@@ -609,12 +675,7 @@ class Discovery:
         if len(forward) < top:
             more = [i for i in idx.sort_topo(ids_in(self.forward)) if self.is_compute[i] and i not in set(forward)]
             forward.extend(more[: top - len(forward)])
-        backward: list[int] = []
-        for op, _ in sorted(self.bp_sources, key=lambda s: -pos[s[0]]):
-            if op not in backward:
-                backward.append(op)
-            if len(backward) >= top:
-                break
+        backward = list(self.bp_ranked[:top])
         if len(backward) < top:
             chosen = set(backward)
             rest = [i for i in ids_in(self.backward) if self.is_compute[i] and i not in chosen]

@@ -17,7 +17,8 @@ import heapq
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
-_BACK_EDGE_TYPES = frozenset({"NextIteration", "RefNextIteration"})
+from npu_tf_profiling.graph_points.optypes import BACK_EDGE_TYPES
+
 
 
 @contextmanager
@@ -242,7 +243,7 @@ class GraphIndex:
 
     def _compute_topo_pos(self) -> list[int]:
         types = self.types
-        back = [t in _BACK_EDGE_TYPES for t in types]
+        back = [t in BACK_EDGE_TYPES for t in types]
         count = len(types)
         data_in, ctrl_in = self.data_in, self.ctrl_in
         already_sorted = True

@@ -60,6 +60,9 @@ PASS_THROUGH_INPUT0 = frozenset({
     "RefExit", "NextIteration", "RefNextIteration",
 })
 
+MERGE_TYPES = frozenset({"Merge", "RefMerge"})
+BACK_EDGE_TYPES = frozenset({"NextIteration", "RefNextIteration"})
+
 VARIABLE_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp", "_VarHandlesOp"})
 
 
