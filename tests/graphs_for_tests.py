@@ -116,9 +116,10 @@ def labels_first_graph(use_placeholders: bool = False) -> tf.Graph:
     return graph
 
 
-def keras_application_graph(application: str) -> tf.Graph:
+def keras_application_graph(application: str) -> tuple[tf.Graph, str]:
     """tf.keras.applications model (weights=None, 32x32 inputs, 10 classes)
-    called on an iterator batch, trained with a tf.compat.v1 optimizer."""
+    called on an iterator batch, trained with a tf.compat.v1 optimizer.
+    Returns the graph and the model's name (the scope of its ops)."""
     graph = tf.Graph()
     with graph.as_default():
         features, labels = dataset_batch((32, 32, 3))
@@ -128,7 +129,7 @@ def keras_application_graph(application: str) -> tf.Graph:
         loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
         tf1.train.MomentumOptimizer(0.01, 0.9).minimize(
             loss, var_list=model.trainable_variables, global_step=tf1.train.get_or_create_global_step())
-    return graph
+    return graph, model.name
 
 
 @contextlib.contextmanager
