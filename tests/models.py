@@ -30,7 +30,9 @@ def input_fn(batch: int = 32, sleep_s: float = 0.0):
                     time.sleep(sleep_s)
                     return v
 
-                return {"x": tf.py_function(wait, [features["x"]], tf.float32)}, labels
+                slowed = tf.py_function(wait, [features["x"]], tf.float32)
+                slowed.set_shape(features["x"].shape)
+                return {"x": slowed}, labels
 
             ds = ds.map(slow)
         return ds
@@ -59,11 +61,17 @@ def session_mlp(graph: tf.Graph, batch: int = 32, sleep_s: float = 0.0, extra_fl
     with graph.as_default():
         tf.set_random_seed(seed)
         features, labels = tf.data.make_one_shot_iterator(input_fn(batch, sleep_s)()).get_next()
-        hidden = tf.layers.dense(features["x"], 32, activation=tf.nn.relu, name="dense")
+        seeds = iter(range(seed * 1000, seed * 1000 + 1000))
+
+        def dense(x, units, name, activation=None):
+            init = tf.glorot_uniform_initializer(seed=next(seeds))  # explicit: Keras-backed defaults are unseeded
+            return tf.layers.dense(x, units, activation=activation, kernel_initializer=init, name=name)
+
+        hidden = dense(features["x"], 32, "dense", tf.nn.relu)
         for i in range(extra_flops):
-            big = tf.layers.dense(hidden, 512, activation=tf.nn.relu, name=f"heavy_{i}")
-            hidden = tf.layers.dense(big, 32, name=f"heavy_back_{i}")
-        logits = tf.layers.dense(hidden, CLASSES, name="logits")
+            big = dense(hidden, 512, f"heavy_{i}", tf.nn.relu)
+            hidden = dense(big, 32, f"heavy_back_{i}")
+        logits = dense(hidden, CLASSES, "logits")
         loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
         train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
         summary = tf.summary.scalar("loss", loss)

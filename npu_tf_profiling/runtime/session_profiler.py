@@ -14,6 +14,7 @@ warning; errors raised by the user's own run propagate unchanged.
 from __future__ import annotations
 
 import hashlib
+import sys
 import warnings
 import weakref
 from typing import Any, Hashable
@@ -21,7 +22,7 @@ from typing import Any, Hashable
 import tensorflow as tf
 
 from npu_tf_profiling.config import Resolution
-from npu_tf_profiling.graph_points import GraphIndex, TracePoints, find_trace_points
+from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, find_trace_points
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun, profiling_run_for
 
@@ -64,6 +65,7 @@ class SessionProfiler:
         self._state: _GraphState | None = None
         self._checked_version = -1
         self._attempts = 0
+        self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
         self._enabled = resolution.options.is_on("training_trace")
         if not self._enabled:
             self._run.add_note("training_trace is off: no iteration trace is recorded")
@@ -73,9 +75,12 @@ class SessionProfiler:
     # ----- the wrapped Session API --------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None) -> Any:
         traced = False
+        self._runs_seen += 1
         if self._enabled and self._run.collecting:
             try:
                 traced = self._is_iteration(fetches, feed_dict)
+            except TracePointsError:
+                raise  # a wrong fp_point/bp_point is the user's bad input: fail before training
             except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
                 self._disable(exc)
         if not traced:
@@ -91,7 +96,8 @@ class SessionProfiler:
 
     def close(self) -> None:
         self._original_close()
-        self._run.write_reports()
+        if not sys.is_finalizing():  # a session collected at shutdown: the atexit handler reports
+            self._run.write_reports()
 
     # ----- deciding what is an iteration ----------------------------------------------------
     def _is_iteration(self, fetches: Any, feed_dict: Any) -> bool:
@@ -113,7 +119,7 @@ class SessionProfiler:
     def _plan(self, fetches: Any, feed_dict: Any) -> bool:
         state = self._state
         assert state is not None
-        names = [_op_name(self._graph, e) for e in tf.nest.flatten(fetches)]
+        names = [_op_name(self._graph, e) for e in _fetch_leaves(fetches)]
         names = [n for n in names if n is not None]
         if any(n not in state.index for n in names) and self._graph.version != state.index_version:
             state.index = GraphIndex.from_graph(self._graph)
@@ -149,8 +155,12 @@ class SessionProfiler:
             return False
         fingerprint = _fingerprint(self._graph, points)
         index = GraphIndex.from_graph(self._graph)
-        on_path = frozenset(index.ancestors([points.iteration_end]))
-        probes = build_probes(self._graph, points, on_path, user_bp=bool(options.bp_point))
+        probes = build_probes(self._graph, points, index, user_bp=bool(options.bp_point), may_rewire=self._runs_seen <= 1)
+        if probes.not_rewired:
+            self._run.add_note(
+                "probes wait on, but could not be wired into, " + ", ".join(sorted(set(probes.not_rewired))[:5])
+                + ": their times may be late by the executor's scheduling (control-flow context, or the session ran before the model was complete)"
+            )
         for reason in points.reasons:
             if reason.startswith("warning:"):
                 self._run.add_note(reason)
@@ -166,6 +176,25 @@ class SessionProfiler:
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _fetch_leaves(fetches: Any) -> list[Any]:
+    """The leaves of a fetch structure, in any order.
+
+    Not `tf.nest.flatten`: it sorts dict keys, and MonitoredSession fetches a dict
+    keyed by hook objects, which do not sort.
+    """
+    leaves: list[Any] = []
+    stack = [fetches]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif item is not None:
+            leaves.append(item)
+    return leaves
 
 
 def _op_name(graph: tf.Graph, element: Any) -> str | None:
