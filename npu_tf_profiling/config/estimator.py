@@ -132,7 +132,11 @@ def npu_hooks_append(hooks_list: list | None = None) -> list:
 if _ESTIMATOR_ERROR is None:
 
     class NPURunConfig(_run_config_lib.RunConfig):
-        """`tf.estimator.RunConfig` with upstream npu_bridge's profiling-related arguments."""
+        """`tf.estimator.RunConfig` with upstream npu_bridge's profiling-related arguments.
+
+        Checkpoint defaults are RunConfig's own (every 600 s), so evaluation after
+        training finds a checkpoint as it would with a plain RunConfig.
+        """
 
         def __init__(
             self,
@@ -141,14 +145,19 @@ if _ESTIMATOR_ERROR is None:
             model_dir: str | None = None,
             tf_random_seed: int | None = None,
             save_summary_steps: int = 0,
-            save_checkpoints_steps: int | None = None,
-            save_checkpoints_secs: int | None = None,
+            save_checkpoints_steps: Any = _run_config_lib._USE_DEFAULT,
+            save_checkpoints_secs: Any = _run_config_lib._USE_DEFAULT,
             session_config: config_pb2.ConfigProto | None = None,
             keep_checkpoint_max: int = 5,
             keep_checkpoint_every_n_hours: int = 10000,
             log_step_count_steps: int = 100,
             train_distribute: Any = None,
             eval_distribute: Any = None,
+            device_fn: Any = None,
+            protocol: Any = None,
+            experimental_max_worker_delay_secs: int | None = None,
+            session_creation_timeout_secs: int = 7200,
+            checkpoint_save_graph_def: bool = True,
             **npu_only_knobs: Any,
         ) -> None:
             unknown = sorted(set(npu_only_knobs) - set(NPU_ONLY_KNOBS))
@@ -178,6 +187,11 @@ if _ESTIMATOR_ERROR is None:
                 log_step_count_steps=log_step_count_steps,
                 train_distribute=train_distribute,
                 eval_distribute=eval_distribute,
+                device_fn=device_fn,
+                protocol=protocol,
+                experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
+                session_creation_timeout_secs=session_creation_timeout_secs,
+                checkpoint_save_graph_def=checkpoint_save_graph_def,
             )
 
         @property
