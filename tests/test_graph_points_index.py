@@ -82,21 +82,26 @@ def test_from_graph_accepts_graph_graph_def_and_meta_graph_def() -> None:
         GraphIndex.from_graph(42)
 
 
-def _graph_def(edges: list[tuple[int, int, bool]], back: set[int], count: int) -> graph_pb2.GraphDef:
+def _input_text(src: int, kind: int) -> str:
+    """kind: 0 data output 0 ("n3"), 1 control ("^n3"), k >= 2 data output k-1 ("n3:1")."""
+    return {0: f"n{src}", 1: f"^n{src}"}.get(kind, f"n{src}:{kind - 1}")
+
+
+def _graph_def(edges: list[tuple[int, int, int]], back: set[int], count: int) -> graph_pb2.GraphDef:
     graph_def = graph_pb2.GraphDef()
     for i in range(count):
         node = graph_def.node.add()
         node.name = f"n{i}"
         node.op = "NextIteration" if i in back else "Identity"
-    for src, dst, control in edges:
-        graph_def.node[dst].input.append(("^" if control else "") + f"n{src}")
+    for src, dst, kind in edges:
+        graph_def.node[dst].input.append(_input_text(src, kind))
     return graph_def
 
 
 @st.composite
-def random_graphs(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, bool]], set[int]]:
+def random_graphs(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, int]], set[int]]:
     count = draw(st.integers(1, 40))
-    edges = draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(0, count - 1), st.booleans()),
+    edges = draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(0, count - 1), st.integers(0, 3)),
                           max_size=120))
     back = set(draw(st.lists(st.integers(0, count - 1), max_size=5)))
     return count, edges, back
@@ -125,12 +130,16 @@ def test_walks_match_a_naive_fixed_point(graph: tuple, data: st.DataObject) -> N
     assert index.descendants(names) == {f"n{i}" for i in expected_down}
     pos = index.topo_pos
     assert sorted(pos) == list(range(count))
+    for i in range(count):  # data inputs keep their order and output index; control ones are apart
+        texts = [_input_text(src, kind) for src, kind in ((s, k) for s, d, k in edges if d == i)]
+        assert index.inputs(f"n{i}") == [t if ":" in t else f"{t}:0" for t in texts if not t.startswith("^")]
+        assert index.control_inputs(f"n{i}") == [t[1:] for t in texts if t.startswith("^")]
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 60), st.randoms(use_true_random=False))
 def test_topological_order_of_a_shuffled_dag(count: int, rng: random.Random) -> None:
-    edges = [(rng.randrange(0, j), j, rng.random() < 0.2) for j in range(1, count) for _ in range(rng.randint(0, 2))]
+    edges = [(rng.randrange(0, j), j, rng.randint(0, 3)) for j in range(1, count) for _ in range(rng.randint(0, 2))]
     order = list(range(count))
     rng.shuffle(order)  # node k of the GraphDef is original op order[k]
     where = {original: k for k, original in enumerate(order)}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import heapq
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from npu_tf_profiling.graph_points.optypes import BACK_EDGE_TYPES
 
@@ -80,36 +80,67 @@ class GraphIndex:
         ids = {name: i for i, name in enumerate(self.names)}
         self._ids = ids
         count = len(self.names)
-        data_in: list[list[int]] = [[] for _ in range(count)]
-        data_port: list[list[int]] = [[] for _ in range(count)]
-        ctrl_in: list[list[int]] = [[] for _ in range(count)]
-        data_out: list[list[int]] = [[] for _ in range(count)]
-        ctrl_out: list[list[int]] = [[] for _ in range(count)]
+        # Lists are allocated only where there is something to hold; the many
+        # ops without inputs, consumers or control edges share one empty
+        # tuple, and all-zero port lists share one tuple per length.
+        empty: tuple[int, ...] = ()
+        data_in: list[Sequence[int]] = [empty] * count
+        data_port: list[Sequence[int]] = [empty] * count
+        ctrl_in: list[Sequence[int]] = [empty] * count
+        data_out: list[Sequence[int]] = [empty] * count
+        ctrl_out: list[Sequence[int]] = [empty] * count
+        zeros: dict[int, tuple[int, ...]] = {}
         missing: list[str] = []
         get = ids.get
-        for i, node in enumerate(nodes):
-            d_in = data_in[i]
-            d_port = data_port[i]
-            for text in node.input:
-                if text[0] == "^":
-                    src = get(text[1:])
-                    if src is None:
-                        missing.append(text[1:])
-                        continue
-                    ctrl_in[i].append(src)
-                    ctrl_out[src].append(i)
-                    continue
+        for i, inputs in enumerate([node.input for node in nodes]):
+            if not inputs:
+                continue
+            d_in: list[int] = []
+            d_port: list[int] | None = None
+            for text in inputs:
                 src = get(text)
-                port = 0
+                if src is not None:  # the common case: "name", output 0
+                    d_in.append(src)
+                    if d_port is not None:
+                        d_port.append(0)
+                    out = data_out[src]
+                    if out:
+                        out.append(i)  # type: ignore[union-attr]
+                    else:
+                        data_out[src] = [i]
+                    continue
+                name, port = split_input(text)
+                src = get(name)
                 if src is None:
-                    name, port = split_input(text)
-                    src = get(name)
-                    if src is None:
-                        missing.append(name)
-                        continue
-                d_in.append(src)
-                d_port.append(port)
-                data_out[src].append(i)
+                    missing.append(name)
+                elif port < 0:
+                    if ctrl_in[i]:
+                        ctrl_in[i].append(src)  # type: ignore[union-attr]
+                    else:
+                        ctrl_in[i] = [src]
+                    if ctrl_out[src]:
+                        ctrl_out[src].append(i)  # type: ignore[union-attr]
+                    else:
+                        ctrl_out[src] = [i]
+                else:
+                    if d_port is None:
+                        d_port = [0] * len(d_in)
+                    d_in.append(src)
+                    d_port.append(port)
+                    out = data_out[src]
+                    if out:
+                        out.append(i)  # type: ignore[union-attr]
+                    else:
+                        data_out[src] = [i]
+            if d_in:
+                data_in[i] = d_in
+                if d_port is None:
+                    d_port_shared = zeros.get(len(d_in))
+                    if d_port_shared is None:
+                        d_port_shared = zeros[len(d_in)] = (0,) * len(d_in)
+                    data_port[i] = d_port_shared
+                else:
+                    data_port[i] = d_port
         self.data_in = data_in
         self.data_port = data_port
         self.ctrl_in = ctrl_in
