@@ -23,6 +23,16 @@ A training_trace record (times are microseconds since the Unix epoch, floats):
      "iteration_end": float}
 
 Readers must tolerate a torn last line (the process was killed mid-write).
+
+task_trace raw data (issue 5), beside it in data/:
+    task_trace.bin            framed records, one per traced iteration, each written with one os.write:
+                              TASK_MAGIC (4 bytes) | uint32 LE header length | header (UTF-8 JSON) |
+                              uint64 LE payload length | payload (a serialized tensorflow StepStats protobuf)
+                              header: {"model_id": int, "run": int, "step": int | null,
+                                       "run_start_us": float, "run_end_us": float}
+                              ("run" joins the training_trace record of the same iteration)
+    graph_ops_<model_id>.json {"op name": "OpType", ...} for that model's graph (StepStats has no op types)
+Readers must tolerate a torn last record.
 """
 from __future__ import annotations
 
@@ -45,6 +55,13 @@ K_BP_END = "bp_end"
 K_REDUCE = "reduce"
 K_ITERATION_END = "iteration_end"
 
+TASK_TRACE_FILE = "task_trace.bin"
+TASK_MAGIC = b"NTT1"
+GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
+# Keys of a task_trace record header.
+K_RUN_START = "run_start_us"
+K_RUN_END = "run_end_us"
+
 
 def device_dir(prof_dir: Path, device_id: int) -> Path:
     return Path(prof_dir) / f"{DEVICE_DIR_PREFIX}{device_id}"
@@ -52,6 +69,14 @@ def device_dir(prof_dir: Path, device_id: int) -> Path:
 
 def training_trace_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / TRAINING_TRACE_FILE
+
+
+def task_trace_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / TASK_TRACE_FILE
+
+
+def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / GRAPH_OPS_FILE.format(model_id=model_id)
 
 
 def report_dir(prof_dir: Path) -> Path:
