@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, find_trace_points
+from npu_tf_profiling.graph_points.optypes import is_gradient_name
 from tests import graphs_for_tests as graphs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
@@ -385,3 +386,35 @@ def test_to_dict_round_trip_is_json() -> None:
                                           "bp_point": "gradients_1/hidden/BiasAdd_grad/BiasAddGrad"}
     with pytest.raises(Exception):
         points.fp = "x"  # type: ignore[misc]
+
+
+def test_gradients_without_gradient_names_fall_back_to_structure() -> None:
+    """A hand-renamed graph: no gradients/ scope, no *_grad/ scopes."""
+    graph_def = graphs.mlp_graph().as_graph_def()
+
+    def rename(name: str) -> str:
+        return name.replace("gradients/", "bw/").replace("_grad/", "_bw/")
+
+    for node in graph_def.node:
+        node.name = rename(node.name)
+        inputs = [rename(text) for text in node.input]
+        del node.input[:]
+        node.input.extend(inputs)
+    assert not any(is_gradient_name(node.name) for node in graph_def.node)
+    points = find_trace_points(graph_def)
+    assert points.is_training
+    assert points.fp == "hidden/MatMul"
+    assert points.bp == "bw/hidden/MatMul_bw/MatMul_1"
+    assert set(points.bp_inputs) == {rename(t) for t in MLP_BP_INPUTS}
+    assert any(w.startswith("warning: no gradient-scope ops") for w in points.warnings)
+
+
+def test_train_op_collection_without_updates_is_not_trusted() -> None:
+    graph = graphs.mlp_graph()
+    collection = graph.get_collection_ref(tf.compat.v1.GraphKeys.TRAIN_OP)
+    del collection[:]
+    collection.append(graph.get_operation_by_name("sparse_softmax_cross_entropy_loss/value"))
+    points = find_trace_points(graph)
+    assert points.iteration_end == "GradientDescent"
+    assert any("the train_op collection (sparse_softmax_cross_entropy_loss/value) runs no optimizer update" in w
+               for w in points.warnings)

@@ -33,14 +33,19 @@ The rules, in the order they are applied
    and the updates: data descendants of the loss and of the gradient ops that
    feed an update, minus the forward region. That pulls in the ops that are
    not named like gradients but sit between backprop and the optimizer
-   (``clip_by_global_norm``, loss-scale unscaling, all-reduces).
+   (``clip_by_global_norm``, loss-scale unscaling, all-reduces). With no
+   gradient-scope op feeding any update (a renamed graph), each update's
+   deepest input (longest chain from the graph's sources) is taken as its
+   gradient, with a warning.
 5. **Data inputs** (``get_next``): ``IteratorGetNext``, ``IteratorGetNextSync``,
    ``IteratorGetNextAsOptional`` (its ``OptionalGetValue`` is plumbing),
    ``MultiDeviceIteratorGetNextFromShard``, ``QueueDequeue*`` (Estimator's
    ``numpy_input_fn``) in the forward region. Only when none is there do
    ``Placeholder`` ops in the forward region count (a feed_dict pipeline),
    except scalar or bool ones (learning rates, keep_prob, is_training flags)
-   and ``PlaceholderWithDefault`` (Keras' learning phase).
+   and ``PlaceholderWithDefault`` (Keras' learning phase). In an inference
+   graph (nothing is traced) get_next lists the data inputs that have
+   consumers, for information.
 6. **FP**: for each output tensor of a data input, count the compute ops it
    reaches in the forward region; take the tensor that reaches the most
    (features rather than labels, whatever their order), then walk from it
@@ -50,12 +55,20 @@ The rules, in the order they are applied
    take the compute op reached first in topological order. Functional control
    flow (While/If/PartitionedCall) is compute at this level. With no data
    input: the first compute op of the forward region.
-7. **BP**: the update inputs from the backward region, each traced back
-   through plumbing to the op that computes it, are ``bp_inputs``. With
-   all-reduces: BP is the gradient op feeding the last all-reduce (topological
-   order), and ``bp_inputs`` are the all-reduce inputs (plus any gradient that
-   reaches an update without an all-reduce). Without: BP is the last of the
-   ``bp_inputs`` producers in topological order.
+7. **BP**: each update input from the backward region is traced back through
+   plumbing (Identity, Switch/Exit, a loop accumulator's Merge/NextIteration)
+   to the op that computes it; those tensors are ``bp_inputs``. With
+   all-reduces: BP is the gradient op feeding the last all-reduce
+   (topological order), and ``bp_inputs`` are the all-reduce inputs (plus any
+   gradient that reaches an update without one); tensors computed after an
+   all-reduce are never listed. Without all-reduces: BP is the last gradient
+   backprop computes, i.e. the one for the variable the forward pass reads
+   first (backprop runs in reverse forward order). This is the "last gradient
+   op in topological order" of the upstream manual, but measured in execution
+   order: graph-creation order is not that for v1 while loops, whose resource
+   gradient accumulators are created after everything else. Topological
+   order breaks ties and ranks gradients of variables the forward pass never
+   reads (gradient-accumulation buffers).
 8. **All-reduce groups**: communication ops (all-reduce, gather, all-to-all)
    in the backward region, in topological order; consecutive ones form one
    group, and a backward compute op that is not downstream of a communication
@@ -191,14 +204,19 @@ class Discovery:
             return found, f"iteration_end = {idx.names[found]}: given as train_op"
         hinted = [i for i in (idx.get_id(h) for h in self.loaded.train_ops) if i is not None]
         if hinted:
-            if len(hinted) == 1:
-                return hinted[0], f"iteration_end = {idx.names[hinted[0]]}: the graph's train_op collection"
             update_mask = mask_of(self.count, updates_all)
             counts = {h: sum(1 for i in ids_in(idx.reach([h], backward=True)) if update_mask[i]) for h in hinted}
             best = max(hinted, key=lambda h: (counts[h], idx.topo_pos[h]))
-            return best, (
-                f"iteration_end = {idx.names[best]}: of the {len(hinted)} ops in the train_op collection, "
-                f"the one running the most optimizer updates ({counts[best]})"
+            if len(hinted) == 1 and (counts[best] or not updates_all):
+                return best, f"iteration_end = {idx.names[best]}: the graph's train_op collection"
+            if counts[best]:
+                return best, (
+                    f"iteration_end = {idx.names[best]}: of the {len(hinted)} ops in the train_op collection, "
+                    f"the one running the most optimizer updates ({counts[best]})"
+                )
+            self._notes.append(
+                "warning: the train_op collection (" + ", ".join(idx.names[h] for h in hinted)
+                + ") runs no optimizer update; the iteration end was detected from the graph instead"
             )
         if not updates_all:
             return None, ""
@@ -216,15 +234,13 @@ class Discovery:
         names, pos = idx.names, idx.topo_pos
         if len(sinks) > _MAX_SINK_CANDIDATES:
             sinks = sorted(sinks, key=lambda i: (preferred(names[i]) is None, -pos[i]))[:_MAX_SINK_CANDIDATES]
-        update_mask = mask_of(self.count, updates_all)
         within = bytearray(downstream)
         for u in updates_all:
             within[u] = 1
         counts = {}
         for s in sinks:
             reached = idx.reach([s], backward=True, within=within)
-            counts[s] = sum(1 for u in updates_all if reached[u]) if len(updates_all) < 4096 else \
-                sum(1 for i in ids_in(reached) if update_mask[i])
+            counts[s] = sum(1 for u in updates_all if reached[u])
         ranked = sorted(sinks, key=lambda s: (counts[s], preferred(names[s]) is not None, pos[s]), reverse=True)
         best = ranked[0]
         reason = (
@@ -253,17 +269,26 @@ class Discovery:
             backward = and_not_mask(and_not_mask(between, forward), update_mask)
         else:
             # No gradient-named op feeds an update: a hand-built or renamed
-            # graph. Take each update's latest-computed input as its gradient.
-            pos = idx.topo_pos
+            # graph. Take each update's deepest input (the one at the end of
+            # the longest chain of ops: hyper-parameters are shallow) as its
+            # gradient.
+            depth, types = idx.depth(), idx.types
             backward = bytearray(self.count)
             for u in self.updates:
-                inputs = [j for j in data_in[u][1:] if idx.types[j] not in optypes.VARIABLE_TYPES]
-                if inputs:
-                    backward[max(inputs, key=pos.__getitem__)] = 1
+                inputs = [j for j in data_in[u][1:] if types[j] not in optypes.VARIABLE_TYPES]
+                if not inputs:
+                    continue
+                j = max(inputs, key=depth.__getitem__)
+                # the gradient and the plumbing (gating Identities) it passes
+                while not backward[j]:
+                    backward[j] = 1
+                    if types[j] not in optypes.PASS_THROUGH_INPUT0 or not data_in[j]:
+                        break
+                    j = data_in[j][0]
             forward = and_not_mask(and_not_mask(feeds_updates, backward), update_mask)
             self._notes.append(
                 "warning: no gradient-scope ops (gradients/, gradient_tape/, *_grad/) feed the updates; "
-                "each update's latest input is taken as its gradient"
+                "each update's deepest input is taken as its gradient"
             )
         self.forward = forward
         self.backward = backward
@@ -673,7 +698,8 @@ class Discovery:
         names, pos = idx.names, idx.topo_pos
         forward = list(self.forward_reach[:top])
         if len(forward) < top:
-            more = [i for i in idx.sort_topo(ids_in(self.forward)) if self.is_compute[i] and i not in set(forward)]
+            chosen = set(forward)
+            more = [i for i in idx.sort_topo(ids_in(self.forward)) if self.is_compute[i] and i not in chosen]
             forward.extend(more[: top - len(forward)])
         backward = list(self.bp_ranked[:top])
         if len(backward) < top:

@@ -325,6 +325,25 @@ class GraphIndex:
                     heapq.heappush(heap, j)
         return pos
 
+    def depth(self) -> list[int]:
+        """Longest data/control path from a source to each op (back edges
+        ignored): 0 for Consts and variables, large for ops deep in the step.
+        Unlike topological position it does not depend on creation order."""
+        pos = self.topo_pos
+        order = sorted(range(len(pos)), key=pos.__getitem__)
+        types = self.types
+        depth = [0] * len(pos)
+        for i in order:
+            best = -1
+            for j in self.data_in[i]:
+                if depth[j] > best and types[j] not in BACK_EDGE_TYPES:
+                    best = depth[j]
+            for j in self.ctrl_in[i]:
+                if depth[j] > best and types[j] not in BACK_EDGE_TYPES:
+                    best = depth[j]
+            depth[i] = best + 1
+        return depth
+
     def sort_topo(self, op_ids: Iterable[int]) -> list[int]:
         pos = self.topo_pos
         return sorted(op_ids, key=pos.__getitem__)
