@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from npu_tf_profiling import layout
@@ -52,9 +53,12 @@ class ProbeLayout:
     reduce_pairs: int
     has_step: bool
 
-    def decode(self, values: Sequence[float]) -> dict[str, Any]:
-        """Probe vector -> the time fields of one training_trace record (µs since the epoch)."""
-        us = [round(v * SECONDS_TO_US, 1) for v in values]
+    def decode(self, values: np.ndarray) -> dict[str, Any]:
+        """Probe vector -> the time fields of one training_trace record (µs since the epoch).
+
+        Vectorised: this runs on every traced step, so it must cost microseconds.
+        """
+        us = np.round(values * SECONDS_TO_US, 1).tolist()
         at = 2 * self.get_next_pairs
         record: dict[str, Any] = {layout.K_GET_NEXT: [us[i : i + 2] for i in range(0, at, 2)]}
         record[layout.K_FP_START] = us[at] if self.has_fp else None
