@@ -334,3 +334,18 @@ def write_saved_model(graph: tf.Graph, directory: Path, tags: tuple[str, ...] = 
         builder.add_meta_graph_and_variables(session, list(tags))
         builder.save()
     return directory
+
+
+def loss_scale_graph(v2: bool) -> tf.Graph:
+    """tf.compat.v1 dynamic loss scaling: the loss is scaled, the gradients
+    unscaled (Mul by 1/scale), checked for finiteness, and the optimizer is
+    applied inside a tf.cond. With control flow v2 the Apply ops live in the
+    cond's function body and only the If op is visible."""
+    graph = tf.Graph()
+    with control_flow_version(v2), graph.as_default():
+        features, labels = dataset_batch()
+        loss = _loss(labels, _mlp_logits(features))
+        optimizer = tf1.mixed_precision.MixedPrecisionLossScaleOptimizer(
+            tf1.train.GradientDescentOptimizer(0.1), "dynamic")
+        optimizer.minimize(loss, global_step=tf1.train.get_or_create_global_step())
+    return graph

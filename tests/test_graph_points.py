@@ -418,3 +418,30 @@ def test_train_op_collection_without_updates_is_not_trusted() -> None:
     assert points.iteration_end == "GradientDescent"
     assert any("the train_op collection (sparse_softmax_cross_entropy_loss/value) runs no optimizer update" in w
                for w in points.warnings)
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_dynamic_loss_scaling(v2: bool) -> None:
+    """Gradients are unscaled (mul_k), checked for finiteness, and applied in
+    a tf.cond; the loss-scale variable is updated in another cond, guarded by
+    the same check. Only the gradients count, and the step is the outer op."""
+    graph = graphs.loss_scale_graph(v2)
+    points = find_trace_points(graph)
+    assert points.is_training
+    assert points.fp == "hidden/MatMul"
+    assert points.bp == "mul_1"  # hidden/kernel's unscaled gradient
+    assert points.bp_inputs == ("mul_1:0", "mul_2:0", "mul_3:0", "mul_4:0")
+    index = GraphIndex.from_graph(graph)
+    assert index.inputs("mul_1")[0].startswith("gradients/hidden/MatMul_grad/")
+    assert points.iteration_end == "GradientDescent"
+    assert index.op_type("GradientDescent") != "If"
+    if v2:
+        # the Apply ops are inside the cond's function: the If op is the update
+        assert "(If)" in reason(points, "bp = ")
+        assert "is_training = True: 1 optimizer update fed by gradients" in points.reasons
+    else:
+        # the optimizer (and its train_op collection entry) lives inside the cond
+        assert graph.get_collection("train_op")[0].name == "cond_1/GradientDescent-wrapped"
+        assert "which is itself consumed inside the graph" in reason(points, "iteration_end = ")
+        assert "the one for hidden/kernel" in reason(points, "bp = ")
+    assert_on_training_path(graph, points)

@@ -89,7 +89,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from npu_tf_profiling.graph_points import optypes
+from npu_tf_profiling.graph_points import functions, optypes
 from npu_tf_profiling.graph_points.errors import unknown_op_error
 from npu_tf_profiling.graph_points.index import GraphIndex, and_not_mask, ids_in, mask_of, paused_gc
 from npu_tf_profiling.graph_points.loading import LoadedGraph, load_graph
@@ -98,6 +98,10 @@ from npu_tf_profiling.graph_points.points import TracePoints
 _MAX_DATA_TENSORS = 32   # data tensors whose forward reach is measured (feed_dict graphs can have many)
 _MAX_SINK_CANDIDATES = 64
 _DT_BOOL, _DT_RESOURCE, _DT_VARIANT = 10, 20, 21
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 @dataclass(frozen=True)
@@ -140,20 +144,23 @@ class Discovery:
         self.grad_named = [i for i, name in enumerate(idx.names) if "grad" in name and grad_search(name)]
         grad_named_mask = mask_of(n, self.grad_named)
 
-        # 2. optimizer updates anywhere in the graph
+        # 2. optimizer updates anywhere in the graph (incl. inside v2 cond/while bodies)
         apply_types = {t for t in type_set if optypes.is_apply_type(t)}
         assign_types = type_set & optypes.ASSIGN_TYPES
+        self._called_types: set[str] = set()  # op types that are direct calls of updating functions
+        call_kinds = self._function_call_updates(type_set)
         grad_desc: bytearray | None = None
         updates_all: list[int] = []
         for i, t in enumerate(types):
-            if t in apply_types:
+            if t in apply_types or call_kinds.get(i) == functions.APPLY:
                 updates_all.append(i)
-            elif t in assign_types:
+            elif t in assign_types or i in call_kinds:
                 if grad_desc is None:
-                    grad_desc = idx.reach(self.grad_named, backward=False, data_only=True)
-                if any(grad_desc[j] for j in idx.data_in[i][1:]):
+                    grad_desc = idx.reach(self.grad_named, backward=False, values_only=True)
+                if any(grad_desc[j] for j, _ in self._value_inputs(i)):
                     updates_all.append(i)
         self.updates_all = updates_all
+        self.call_updates = [i for i in updates_all if i in call_kinds]  # If/While/... with updates inside
 
         # 3. iteration end
         self.train_id, self.train_reason = self._choose_train_op(train_op, updates_all)
@@ -173,13 +180,14 @@ class Discovery:
         self.bp_id: int | None = None
         self.bp_reason = ""
         self.groups: list[list[int]] = []
+        self._post_comm: bytearray | None = None  # ops computed from an all-reduce's output
         self.is_training = False
         if self.train_id is not None:
             self.in_step = idx.reach([self.train_id], backward=True)
             self.updates = [u for u in updates_all if self.in_step[u]]
         if self.updates:
             self._find_regions(grad_named_mask)
-            self.grad_updates = [u for u in self.updates if any(self.backward[j] for j in idx.data_in[u])]
+            self.grad_updates = [u for u in self.updates if any(self.backward[j] for j, _ in self._value_inputs(u))]
             self.is_training = bool(self.grad_updates)
         if self.is_training:
             self._find_collectives()
@@ -194,54 +202,75 @@ class Discovery:
             self._find_fp()
         self.global_step, self.global_step_reason = self._find_global_step()
 
+    def _value_inputs(self, op: int) -> list[tuple[int, int]]:
+        """The (producer, port) inputs of an update that carry values: not
+        the variable of an Assign/Apply, not the predicate or branch index of
+        an If/Case (a loss-scale cond's is-finite check is not a gradient)."""
+        idx = self.index
+        pairs = list(zip(idx.data_in[op], idx.data_port[op]))
+        t = idx.types[op]
+        if t in functions.PASS_ALL_INPUTS_TYPES or (t not in functions.FUNCTION_CALL_TYPES and t in self._called_types):
+            return pairs
+        if t in functions.FUNCTION_CALL_TYPES and pairs:
+            # The predicate is often passed into the branches as well.
+            return [p for p in pairs[1:] if p != pairs[0]]
+        return pairs[1:]
+
+    def _function_call_updates(self, type_set: set[str]) -> dict[int, str]:
+        """Call ops (If/While/PartitionedCall... or direct function calls)
+        whose function bodies update variables: op id -> APPLY/ASSIGN."""
+        library = getattr(self.loaded.graph_def, "library", None)
+        if library is None or not library.function:
+            return {}
+        updating = functions.updating_functions(library)
+        if not updating:
+            return {}
+        self._called_types = type_set & set(updating)
+        call_types = (type_set & functions.FUNCTION_CALL_TYPES) | self._called_types
+        found = {}
+        for i, t in enumerate(self.index.types):
+            if t in call_types:
+                kind = functions.call_update_kind(self.index.node_def(i), updating)
+                if kind is not None:
+                    found[i] = kind
+        return found
+
     # ------------------------------------------------------------- train op
     def _choose_train_op(self, train_op: str | None, updates_all: list[int]) -> tuple[int | None, str]:
         idx = self.index
+        names = idx.names
         if train_op:
             found = idx.get_id(train_op)
             if found is None:
                 raise unknown_op_error("train_op", train_op, idx.names)
-            return found, f"iteration_end = {idx.names[found]}: given as train_op"
+            return found, f"iteration_end = {names[found]}: given as train_op"
         hinted = [i for i in (idx.get_id(h) for h in self.loaded.train_ops) if i is not None]
         if hinted:
             update_mask = mask_of(self.count, updates_all)
             counts = {h: sum(1 for i in ids_in(idx.reach([h], backward=True)) if update_mask[i]) for h in hinted}
             best = max(hinted, key=lambda h: (counts[h], idx.topo_pos[h]))
-            if len(hinted) == 1 and (counts[best] or not updates_all):
-                return best, f"iteration_end = {idx.names[best]}: the graph's train_op collection"
-            if counts[best]:
-                return best, (
-                    f"iteration_end = {idx.names[best]}: of the {len(hinted)} ops in the train_op collection, "
-                    f"the one running the most optimizer updates ({counts[best]})"
-                )
+            if counts[best] or not updates_all:
+                why = ("the graph's train_op collection" if len(hinted) == 1 else
+                       f"of the {len(hinted)} ops in the train_op collection, the one running the most optimizer "
+                       f"updates ({counts[best]})")
+                if not idx.data_out[best] and not idx.ctrl_out[best]:
+                    return best, f"iteration_end = {names[best]}: {why}"
+                # Consumed inside the graph (an optimizer built inside a v1
+                # tf.cond, as loss scaling does): the step is the sink that runs it.
+                ranked, sink_counts = self._rank_sinks([best], updates_all)
+                if ranked and sink_counts[ranked[0]] >= counts[best]:
+                    return ranked[0], (
+                        f"iteration_end = {names[ranked[0]]}: the sink op that runs {names[best]} ({why}), "
+                        "which is itself consumed inside the graph"
+                    )
+                return best, f"iteration_end = {names[best]}: {why}"
             self._notes.append(
-                "warning: the train_op collection (" + ", ".join(idx.names[h] for h in hinted)
+                "warning: the train_op collection (" + ", ".join(names[h] for h in hinted)
                 + ") runs no optimizer update; the iteration end was detected from the graph instead"
             )
         if not updates_all:
             return None, ""
-        downstream = idx.reach(updates_all, backward=False)
-        data_out, ctrl_out = idx.data_out, idx.ctrl_out
-        sinks = [i for i in ids_in(downstream) if not data_out[i] and not ctrl_out[i]]
-        # An unused read_value() of an assign is a sink too, but nobody runs it
-        # as the step: prefer NoOps (tf.group), updates and compute ops.
-        types = idx.types
-        real = [i for i in sinks if types[i] == "NoOp" or not optypes.is_plumbing_type(types[i])]
-        sinks = real or sinks
-        if not sinks:  # every op downstream is consumed (a cycle): consider them all
-            sinks = ids_in(downstream)
-        preferred = optypes.TRAIN_OP_NAME_RE.search
-        names, pos = idx.names, idx.topo_pos
-        if len(sinks) > _MAX_SINK_CANDIDATES:
-            sinks = sorted(sinks, key=lambda i: (preferred(names[i]) is None, -pos[i]))[:_MAX_SINK_CANDIDATES]
-        within = bytearray(downstream)
-        for u in updates_all:
-            within[u] = 1
-        counts = {}
-        for s in sinks:
-            reached = idx.reach([s], backward=True, within=within)
-            counts[s] = sum(1 for u in updates_all if reached[u])
-        ranked = sorted(sinks, key=lambda s: (counts[s], preferred(names[s]) is not None, pos[s]), reverse=True)
+        ranked, counts = self._rank_sinks(updates_all, updates_all)
         best = ranked[0]
         reason = (
             f"iteration_end = {names[best]}: the sink op that runs the most optimizer updates "
@@ -252,11 +281,36 @@ class Discovery:
             reason += "; other candidates: " + ", ".join(f"{names[s]} ({counts[s]})" for s in others)
         return best, reason
 
+    def _rank_sinks(self, starts: list[int], updates_all: list[int]) -> tuple[list[int], dict[int, int]]:
+        """Sink ops (no consumers) downstream of ``starts``, best train-op
+        candidate first: most updates run, then a train-like name, then later."""
+        idx = self.index
+        downstream = idx.reach(starts, backward=False)
+        data_out, ctrl_out, types = idx.data_out, idx.ctrl_out, idx.types
+        sinks = [i for i in ids_in(downstream) if not data_out[i] and not ctrl_out[i]]
+        # An unused read_value() of an assign is a sink too, but nobody runs it
+        # as the step: prefer NoOps (tf.group), updates and compute ops.
+        real = [i for i in sinks if types[i] == "NoOp" or not optypes.is_plumbing_type(types[i])]
+        sinks = real or sinks or ids_in(downstream)  # no sink at all: a cycle, consider everything
+        preferred = optypes.TRAIN_OP_NAME_RE.search
+        names, pos = idx.names, idx.topo_pos
+        if len(sinks) > _MAX_SINK_CANDIDATES:
+            sinks = sorted(sinks, key=lambda i: (preferred(names[i]) is None, -pos[i]))[:_MAX_SINK_CANDIDATES]
+        around_updates = idx.reach(updates_all, backward=False)
+        for u in updates_all:
+            around_updates[u] = 1
+        counts = {}
+        for sink in sinks:
+            reached = idx.reach([sink], backward=True, within=around_updates)
+            counts[sink] = sum(1 for u in updates_all if reached[u])
+        ranked = sorted(sinks, key=lambda i: (counts[i], preferred(names[i]) is not None, pos[i]), reverse=True)
+        return ranked, counts
+
     # ------------------------------------------------------------- regions
     def _find_regions(self, grad_named_mask: bytearray) -> None:
         idx = self.index
         data_in = idx.data_in
-        feeds_updates = idx.reach(self.updates, backward=True, data_only=True)
+        feeds_updates = idx.reach(self.updates, backward=True, values_only=True)
         update_mask = mask_of(self.count, self.updates)
         grads = [g for g in self.grad_named if feeds_updates[g] and not update_mask[g]]
         if grads:
@@ -265,7 +319,7 @@ class Discovery:
             losses = [m for m in read_by_grads if not upstream[m]] or sorted(read_by_grads)
             self.losses = idx.sort_topo(losses)
             forward = idx.reach(self.losses, backward=True, data_only=True)
-            between = idx.reach(grads + self.losses, backward=False, data_only=True, within=feeds_updates)
+            between = idx.reach(grads + self.losses, backward=False, values_only=True, within=feeds_updates)
             backward = and_not_mask(and_not_mask(between, forward), update_mask)
         else:
             # No gradient-named op feeds an update: a hand-built or renamed
@@ -350,14 +404,16 @@ class Discovery:
 
     def _find_bp(self) -> None:
         idx = self.index
-        post = getattr(self, "_post_comm", None)
+        post = self._post_comm
         pos = idx.topo_pos
         comm_mask = mask_of(self.count, self.collectives)
         sources: dict[tuple[int, int], None] = {}
         per_consumer: dict[int, list[tuple[int, int]]] = {}
         for consumer in self.grad_updates + self.collectives:
             found = []
-            for src, port in zip(idx.data_in[consumer], idx.data_port[consumer]):
+            pairs = (zip(idx.data_in[consumer], idx.data_port[consumer]) if consumer in self.collectives
+                     else self._value_inputs(consumer))
+            for src, port in pairs:
                 if not self.backward[src] or comm_mask[src] or (post is not None and post[src]):
                     continue
                 resolved = self._resolve(src, port, post)
@@ -386,15 +442,18 @@ class Discovery:
         # accumulators are created after everything else); topological order
         # breaks ties and covers updates of variables the forward pass never
         # reads (gradient-accumulation buffers).
-        ranked: list[tuple[tuple[int, int, int, int], int, str]] = []
+        call_updates = set(self.call_updates)
+        ranked: list[tuple[tuple[int, ...], int, str]] = []
+        depth: list[int] | None = None
         for u in self.grad_updates:
-            variable = idx.data_in[u][0] if idx.data_in[u] else None
+            variable = self._variable_of(u) if u not in call_updates else None
             first_use = self._first_forward_use(variable) if variable is not None else None
+            if first_use is None and depth is None:
+                depth = idx.depth()
             for op, port in per_consumer.get(u, ()):
-                key = (first_use is not None, -(first_use if first_use is not None else 0), pos[op], port)
+                key = (first_use is not None, -(first_use if first_use is not None else 0),
+                       depth[op] if depth is not None else 0, pos[op], port)
                 ranked.append((key, op, names[variable] if variable is not None else ""))
-        if not ranked:
-            ranked = [((False, 0, pos[op], port), op, "") for op, port in self.bp_sources]
         if ranked:
             ranked.sort(reverse=True)
             self.bp_ranked = list(dict.fromkeys(op for _, op, _ in ranked))
@@ -402,13 +461,27 @@ class Discovery:
             self.bp_id = producer
             kinds = sorted({idx.types[u] for u in self.grad_updates})
             shown = ", ".join(kinds[:3]) + (", ..." if len(kinds) > 3 else "")
-            feeding = (f"of the {len(self.bp_sources)} gradient tensors feeding the {len(self.grad_updates)} "
-                       f"optimizer updates ({shown})")
+            feeding = (f"of the {_count(len(self.bp_sources), 'gradient tensor')} feeding the "
+                       f"{_count(len(self.grad_updates), 'optimizer update')} ({shown})")
             if key[0]:
                 self.bp_reason = (f"bp = {names[producer]}: {feeding}, the one for {variable_name}, the variable "
                                   "the forward pass uses first, so backprop computes it last")
             else:
-                self.bp_reason = f"bp = {names[producer]}: last in topological order {feeding}"
+                self.bp_reason = (f"bp = {names[producer]}: {feeding}, the one at the end of the longest chain "
+                                  "of ops, so computed last")
+
+    def _variable_of(self, update: int) -> int | None:
+        """The variable an Apply/Assign updates: input 0, followed back
+        through plumbing (a v1 tf.cond passes the handle through a Switch)."""
+        idx = self.index
+        if not idx.data_in[update]:
+            return None
+        op = idx.data_in[update][0]
+        for _ in range(64):
+            if idx.types[op] not in optypes.PASS_THROUGH_INPUT0 or not idx.data_in[op]:
+                break
+            op = idx.data_in[op][0]
+        return op
 
     def _first_forward_use(self, variable: int) -> int | None:
         """Topological position of the first forward compute op reading
@@ -623,7 +696,7 @@ class Discovery:
                 reasons.append(f"is_training = False: {train_name} runs no optimizer update fed by gradients; "
                                "fp/bp are N/A")
         else:
-            reasons.append(f"is_training = True: {len(self.grad_updates)} optimizer updates fed by gradients")
+            reasons.append(f"is_training = True: {_count(len(self.grad_updates), 'optimizer update')} fed by gradients")
         reasons.append(self.data_reason)
 
         fp_id = self.fp_id

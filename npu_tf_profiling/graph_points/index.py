@@ -17,7 +17,7 @@ import heapq
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
-from npu_tf_profiling.graph_points.optypes import BACK_EDGE_TYPES
+from npu_tf_profiling.graph_points.optypes import BACK_EDGE_TYPES, PREDICATE_INPUT
 
 
 
@@ -234,10 +234,20 @@ class GraphIndex:
         backward: bool,
         data_only: bool = False,
         within: bytearray | None = None,
+        values_only: bool = False,
     ) -> bytearray:
         """Mask of ops reachable from ``starts`` (included), walking inputs
         (``backward``) or consumers, optionally over data edges only and
-        optionally never leaving the ops set in ``within``."""
+        optionally never leaving the ops set in ``within``.
+
+        ``values_only`` (implies data_only) also skips predicate edges: the
+        condition input of Switch (v1 tf.cond) and of If/Case. A value that
+        merely decides *whether* something runs does not flow into it: the
+        is-finite check of loss scaling is not a gradient of the loss-scale
+        update it guards.
+        """
+        if values_only:
+            return self._reach_values(starts, backward, within)
         mark = bytearray(len(self.names))
         stack: list[int] = []
         for s in starts:
@@ -261,6 +271,33 @@ class GraphIndex:
                         push(j)
         return mark
 
+    def _reach_values(self, starts: Iterable[int], backward: bool, within: bytearray | None) -> bytearray:
+        mark = bytearray(len(self.names))
+        stack: list[int] = []
+        for s in starts:
+            if not mark[s]:
+                mark[s] = 1
+                stack.append(s)
+        types, data_in = self.types, self.data_in
+        predicate_input = PREDICATE_INPUT
+        adjacency = data_in if backward else self.data_out
+        while stack:
+            i = stack.pop()
+            if backward:
+                k = predicate_input.get(types[i])
+                candidates = adjacency[i] if k is None else [j for n, j in enumerate(adjacency[i]) if n != k]
+            else:
+                candidates = adjacency[i]
+            for j in candidates:
+                if mark[j] or (within is not None and not within[j]):
+                    continue
+                if not backward:
+                    k = predicate_input.get(types[j])
+                    if k is not None and all(src != i for n, src in enumerate(data_in[j]) if n != k):
+                        continue  # i only feeds j's predicate
+                mark[j] = 1
+                stack.append(j)
+        return mark
     # ------------------------------------------------------------ ordering
     @property
     def topo_pos(self) -> list[int]:

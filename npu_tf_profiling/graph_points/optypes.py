@@ -61,6 +61,8 @@ PASS_THROUGH_INPUT0 = frozenset({
 })
 
 MERGE_TYPES = frozenset({"Merge", "RefMerge"})
+# Which input of a conditional op is its predicate / branch index.
+PREDICATE_INPUT = {"Switch": 1, "RefSwitch": 1, "If": 0, "StatelessIf": 0, "Case": 0, "StatelessCase": 0}
 BACK_EDGE_TYPES = frozenset({"NextIteration", "RefNextIteration"})
 
 VARIABLE_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp", "_VarHandlesOp"})
