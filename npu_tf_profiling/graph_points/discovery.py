@@ -16,21 +16,29 @@ The rules, in the order they are applied
    ops, plus ``Assign*``/``Scatter*`` ops whose value is computed from gradient
    ops (so variable initializers and batch-norm statistic updates are not
    updates; gradient-accumulation ``AssignAdd`` and updates inside loss-scale
-   ``tf.cond`` are).
+   ``tf.cond`` are). "Computed from" follows values, not predicates: a
+   Switch/If condition decides whether an op runs, so the loss-scale update
+   guarded by the gradients' is-finite check is not fed by gradients. A
+   control-flow-v2 call op (If/While/PartitionedCall...) whose function body
+   (transitively) holds such ops counts as one update at the outer level.
 3. **Iteration end** (the train op): the ``train_op`` argument; else the
-   graph's ``train_op`` collection (tf.Graph / MetaGraphDef / SavedModel);
-   else, among the sink ops (no consumers) downstream of the updates, the one
-   whose ancestors hold the most updates; ties go to a name like ``train``,
-   ``*_train_op`` or ``group_deps``, then to the later op. No update reachable
-   => an inference graph: ``is_training=False``, fp/bp/iteration_end None.
-   Everything below only considers ops the iteration end depends on, so a
-   test iterator, a test tower or an initializer is never chosen.
+   graph's ``train_op`` collection (tf.Graph / MetaGraphDef / SavedModel),
+   the entry running the most updates, or, when that entry is consumed inside
+   the graph (v1 loss scaling builds the optimizer inside a ``tf.cond``), the
+   sink that runs it; a collection whose entries run no update is ignored
+   with a warning. Else, among the sink ops (no consumers) downstream of the
+   updates, the one whose ancestors hold the most updates; ties go to a name
+   like ``train``, ``*_train_op`` or ``group_deps``, then to the later op. No
+   update reachable => an inference graph: ``is_training=False``,
+   fp/bp/iteration_end None. Everything below only considers ops the
+   iteration end depends on, so a test iterator, a test tower or an
+   initializer is never chosen.
 4. **Loss and regions**: the loss ops are the forward ops that gradient ops
    read and that no other such op depends on (for
    ``tf.losses.sparse_softmax_cross_entropy`` that is the loss' own inputs,
    since ``value_grad`` reads them). The *forward region* is the loss ops and
    their data ancestors. The *backward region* is everything between the loss
-   and the updates: data descendants of the loss and of the gradient ops that
+   and the updates: value descendants of the loss and of the gradient ops that
    feed an update, minus the forward region. That pulls in the ops that are
    not named like gradients but sit between backprop and the optimizer
    (``clip_by_global_norm``, loss-scale unscaling, all-reduces). With no
@@ -66,9 +74,10 @@ The rules, in the order they are applied
    first (backprop runs in reverse forward order). This is the "last gradient
    op in topological order" of the upstream manual, but measured in execution
    order: graph-creation order is not that for v1 while loops, whose resource
-   gradient accumulators are created after everything else. Topological
-   order breaks ties and ranks gradients of variables the forward pass never
-   reads (gradient-accumulation buffers).
+   gradient accumulators are created after everything else. Gradients whose
+   variable is unknown or never read by the forward pass (accumulation
+   buffers, updates inside a v2 cond) rank by depth, the longest chain of
+   ops from the graph's sources; topological order breaks ties.
 8. **All-reduce groups**: communication ops (all-reduce, gather, all-to-all)
    in the backward region, in topological order; consecutive ones form one
    group, and a backward compute op that is not downstream of a communication
