@@ -66,11 +66,14 @@ def mlp_graph(optimizer: str = "sgd") -> tf.Graph:
 
 
 def cnn_graph(optimizer: str = "sgd") -> tf.Graph:
-    """Reshape -> conv -> max-pool -> flatten -> dense, fed flat images."""
+    """Reshape -> conv -> max-pool -> flatten -> dense, fed flat images. The
+    reshape's batch size is computed from the data's shape (Shape ->
+    StridedSlice -> Pack), compute ops on metadata that come first."""
     graph = tf.Graph()
     with graph.as_default():
         features, labels = dataset_batch((64,))
-        images = tf.reshape(features, [-1, 8, 8, 1])
+        batch = tf.shape(features, name="batch_shape")[0]
+        images = tf.reshape(features, tf.stack([batch, 8, 8, 1]))
         conv = tf1.layers.conv2d(images, 4, 3, activation=tf.nn.relu, name="conv")
         pooled = tf1.layers.max_pooling2d(conv, 2, 2, name="pool")
         logits = tf1.layers.dense(tf1.layers.flatten(pooled), CLASSES, name="logits")

@@ -77,6 +77,11 @@ def test_graph_def_without_collections_finds_the_same_train_op(optimizer: str) -
 @pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
 def test_cnn(optimizer: str) -> None:
     graph = graphs.cnn_graph(optimizer)
+    index = GraphIndex.from_graph(graph)
+    # The trap: a StridedSlice of the data's Shape is the first op downstream of the data.
+    (slice_op,) = index.consumers("batch_shape")
+    assert index.op_type(slice_op) == "StridedSlice"
+    assert index.topo_pos[index.id_of(slice_op)] < index.topo_pos[index.id_of("conv/Conv2D")]
     points = find_trace_points(graph)
     assert points.fp == "conv/Conv2D"
     assert reason(points, "fp = ").startswith("fp = conv/Conv2D: first compute op consuming IteratorGetNext:0 (via Reshape)")
