@@ -227,3 +227,29 @@ def test_closest_names_on_a_big_graph() -> None:
     names = [f"layer_{k}/MatMul" for k in range(5000)] + ["gradients/layer_7/MatMul_grad/MatMul_1"]
     found = closest_names("gradient/layer_7/MatMul_grad/MatMul_1", names)
     assert len(found) == 5 and found[0] == "gradients/layer_7/MatMul_grad/MatMul_1"
+
+
+def test_updating_functions_are_found_through_nested_calls() -> None:
+    from tensorflow.core.framework import function_pb2
+
+    from npu_tf_profiling.graph_points.functions import APPLY, ASSIGN, updating_functions
+
+    library = function_pb2.FunctionDefLibrary()
+
+    def function(name: str, *ops: tuple[str, str]) -> None:
+        f = library.function.add()
+        f.signature.name = name
+        for op, callee in ops:
+            node = f.node_def.add()
+            node.name, node.op = f"n_{op}", op
+            if callee:
+                node.attr["f"].func.name = callee
+
+    function("inner_apply", ("ResourceApplyAdam", ""))
+    function("outer", ("StatefulPartitionedCall", "inner_apply"), ("Mul", ""))
+    function("direct_caller", ("outer", ""))  # a node whose op is the function itself
+    function("assigner", ("AssignVariableOp", ""))
+    function("pure", ("MatMul", ""), ("StatefulPartitionedCall", "pure_leaf"))
+    function("pure_leaf", ("Relu", ""))
+    found = updating_functions(library)
+    assert found == {"inner_apply": APPLY, "outer": APPLY, "direct_caller": APPLY, "assigner": ASSIGN}
