@@ -352,3 +352,20 @@ def loss_scale_graph(v2: bool) -> tf.Graph:
             tf1.train.GradientDescentOptimizer(0.1), "dynamic")
         optimizer.minimize(loss, global_step=tf1.train.get_or_create_global_step())
     return graph
+
+
+def gradient_tape_graph() -> tf.Graph:
+    """A Keras Sequential model trained with tf.GradientTape in graph mode and a
+    Keras (legacy) momentum optimizer: gradient_tape/ scope, ResourceApplyKerasMomentum
+    updates, and the optimizer's iteration counter increment as the step."""
+    graph = tf.Graph()
+    with graph.as_default():
+        features, labels = dataset_batch()
+        model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu", name="d1"),
+                                     tf.keras.layers.Dense(CLASSES, name="d2")])
+        with tf.GradientTape() as tape:
+            logits = model(features)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        grads = tape.gradient(loss, model.trainable_variables)
+        tf.keras.optimizers.legacy.SGD(0.1, momentum=0.9).apply_gradients(zip(grads, model.trainable_variables))
+    return graph

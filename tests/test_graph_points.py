@@ -450,3 +450,15 @@ def test_dynamic_loss_scaling(v2: bool) -> None:
         assert "which is itself consumed inside the graph" in reason(points, "iteration_end = ")
         assert "the one for hidden/kernel" in reason(points, "bp = ")
     assert_on_training_path(graph, points)
+
+
+def test_gradient_tape_and_keras_optimizer() -> None:
+    graph = graphs.gradient_tape_graph()
+    points = find_trace_points(graph)
+    assert points.fp == "sequential/d1/MatMul"
+    assert points.bp == "gradient_tape/sequential/d1/MatMul/MatMul"
+    assert "(ResourceApplyKerasMomentum)" in reason(points, "bp = ")
+    assert all(t.startswith("gradient_tape/") for t in points.bp_inputs) and len(points.bp_inputs) == 4
+    assert points.iteration_end == "SGD/SGD/AssignAddVariableOp"
+    assert points.get_next == ("IteratorGetNext",)
+    assert_on_training_path(graph, points)
