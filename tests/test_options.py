@@ -38,6 +38,14 @@ TABLE: dict[str, tuple[list, list]] = {
     "llc_profiling": (["read", "write"], ["both", ""]),
     "host_sys": (["cpu", "cpu,mem,disk,network,osrt", "osrt,cpu"], ["gpu", "cpu,cpu", "", "cpu,", 1]),
     "host_sys_usage": (["cpu", "cpu,mem"], ["disk", "cpu,mem,mem"]),
+    # Ours: the collection window (config/schedule.py; semantics in tests/test_schedule.py).
+    "schedule": (
+        [{"skip_first": 10, "wait": 0, "warmup": 0, "active": 5, "repeat": 1}, {"skip_first": 0, "wait": 2, "warmup": 1, "active": 3, "repeat": 0}],
+        [{}, {"wait": 1}, {"active": 0}, {"active": 2, "wait": -1}, {"active": 2, "repeat": 1.5}, {"active": True}, {"activ": 3}, {"active": "3"}, [1, 2], "on", 5],
+    ),
+    "start_step": ([1, 7], [0, -1, "3", 2.5, True, None]),
+    "stop_step": ([1, 7], [0, -2, "x", False]),
+    "apply_to": (["task_trace", "all"], ["training_trace", "ALL", "", 1]),
 }
 
 

@@ -11,8 +11,10 @@ from npu_tf_profiling.config.errors import (
 from npu_tf_profiling.config.options import ProfilingOptions
 from npu_tf_profiling.config.profiling_config import ProfilingConfig
 from npu_tf_profiling.config.resolution import ENV_MODE, ENV_OPTIONS, Resolution, resolve_profiling
+from npu_tf_profiling.config.schedule import CollectionWindow, ScheduleAction
 
 __all__ = [
+    "CollectionWindow",
     "ENV_MODE",
     "ENV_OPTIONS",
     "EstimatorUnavailableError",
@@ -22,4 +24,5 @@ __all__ = [
     "ProfilingOptionsError",
     "Resolution",
     "resolve_profiling",
+    "ScheduleAction",
 ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from npu_tf_profiling.config.errors import ProfilingOptionsError
+from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
 ON_OFF = ("on", "off")
 AIC_METRICS = (
@@ -132,6 +133,11 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("llc_profiling", choice("read", "write"), False, "LLC sampling"),
     OptionSpec("host_sys", comma_list("cpu", "mem", "disk", "network", "osrt"), False, "host system data"),
     OptionSpec("host_sys_usage", comma_list("cpu", "mem"), False, "host system usage"),
+    # Ours (not CANN keys): the collection window, see config/schedule.py.
+    OptionSpec("schedule", validate_schedule, True, "ours: torch_npu-style window {skip_first, wait, warmup, active, repeat}"),
+    OptionSpec("start_step", validate_step, True, "ours: MindSpore-style window start (1-based iteration, inclusive)"),
+    OptionSpec("stop_step", validate_step, True, "ours: MindSpore-style window stop (1-based iteration, inclusive)"),
+    OptionSpec("apply_to", choice(*APPLY_TO_VALUES), True, "ours: what the window limits: task_trace (default) or all"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from npu_tf_profiling.config import legacy
 from npu_tf_profiling.config.errors import ProfilingOptionsError
+from npu_tf_profiling.config.schedule import check_window_keys
 from npu_tf_profiling.config.option_specs import (
     ALIASES,
     DEFAULT_OPTIONS,
@@ -60,6 +61,11 @@ class ProfilingOptions:
     llc_profiling: str | None = None
     host_sys: str | None = None
     host_sys_usage: str | None = None
+    # Ours: the collection window (config/schedule.py). `schedule` holds all five sub-keys once validated.
+    schedule: dict[str, int] | None = None
+    start_step: int | None = None
+    stop_step: int | None = None
+    apply_to: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     # ----- construction -------------------------------------------------------------------
@@ -130,6 +136,10 @@ class ProfilingOptions:
                 values[canonical] = spec.validate(canonical, value)
             except ProfilingOptionsError as exc:
                 raise ProfilingOptionsError(f"{origin}: {exc}") from None
+        try:
+            check_window_keys(values)
+        except ProfilingOptionsError as exc:
+            raise ProfilingOptionsError(f"{origin}: {exc}") from None
         return cls(**values, notes=tuple(notes))
 
     # ----- views --------------------------------------------------------------------------
