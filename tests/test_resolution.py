@@ -78,9 +78,8 @@ def test_upper_case_mode_gets_a_deprecation_note(tmp_path) -> None:
         assert resolve_profiling(None, {"PROFILING_MODE": "FALSE"}) is None
 
 
-def test_dynamic_mode_says_not_supported_yet() -> None:
-    with pytest.warns(RuntimeWarning, match="dynamic.*not supported yet"):
-        assert resolve_profiling(None, {"PROFILING_MODE": "dynamic"}) is None
+def test_dynamic_mode_is_no_static_request() -> None:
+    assert resolve_profiling(None, {"PROFILING_MODE": "dynamic", "PROFILING_OPTIONS": '{"training_trace": "on"}'}) is None
 
 
 def test_bad_env_options_name_the_variable(tmp_path) -> None:

@@ -109,7 +109,7 @@ def test_slow_model_shows_in_fp_to_bp(tmp_path) -> None:
     medians = {}
     for name, extra in (("light", 0), ("heavy", 6)):
         graph = tf.Graph()
-        train_op, _, init, _ = session_mlp(graph, batch=256, extra_flops=extra)
+        train_op, _, init, _ = session_mlp(graph, batch=512, extra_flops=extra)
         with tf.Session(graph=graph, config=profiling_config(tmp_path / name)) as sess:
             sess.run(init)
             for _ in range(8):
@@ -117,9 +117,8 @@ def test_slow_model_shows_in_fp_to_bp(tmp_path) -> None:
         _, rows = step_trace_rows(tmp_path / name)
         medians[name] = {c: _median(rows, c) for c in ("FP to BP Time(us)", "Data Aug Bound(us)")}
     heavy, light = medians["heavy"], medians["light"]
-    assert heavy["FP to BP Time(us)"] > 3 * light["FP to BP Time(us)"], medians
-    assert heavy["FP to BP Time(us)"] > heavy["Data Aug Bound(us)"], medians
-    assert heavy["Data Aug Bound(us)"] < 2 * light["Data Aug Bound(us)"] + 500, medians
+    assert heavy["FP to BP Time(us)"] > 10 * light["FP to BP Time(us)"], medians
+    assert heavy["FP to BP Time(us)"] > 2 * heavy["Data Aug Bound(us)"], medians  # the time is in compute, not input
 
 
 def test_unwritable_output_fails_before_training(tmp_path) -> None:

@@ -8,8 +8,9 @@ Implements upstream GE's `ProfilingManager::InitFromOptions` precedence (REFEREN
 3. A session with profiling on but empty options, and no env request, means the
    default option set (source "session").
 4. A session with profiling off does not block the env vars.
-5. `PROFILING_MODE` of `false`, empty or unset means off; `dynamic` is reported as not
-   supported yet; anything else is an error naming the variable.
+5. `PROFILING_MODE` of `false`, empty or unset means off; `dynamic` means no static
+   request (the runtime then watches PROFILING_DYNAMIC_CONFIG); anything else is an
+   error naming the variable.
 """
 from __future__ import annotations
 
@@ -83,13 +84,7 @@ def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | N
     if session_on and request.profiling_options.strip():
         return _resolved(ProfilingOptions.parse(request.profiling_options, origin="session profiling_options"), SOURCE_SESSION)
     mode = _env_mode(environ)
-    if mode == "dynamic":
-        warnings.warn(
-            f"{ENV_MODE}=dynamic (run-time start/stop) is not supported yet by npu_tf_profiling; profiling stays off",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    elif mode == "true":
+    if mode == "true":
         return _resolved(ProfilingOptions.parse(environ.get(ENV_OPTIONS, ""), origin=ENV_OPTIONS), SOURCE_ENV)
     if session_on:
         return _resolved(ProfilingOptions.parse(None), SOURCE_SESSION)

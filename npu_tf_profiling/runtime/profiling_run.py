@@ -23,6 +23,7 @@ from typing import Any
 from npu_tf_profiling import layout
 from npu_tf_profiling.config import Resolution
 from npu_tf_profiling.runtime.device import device_id as current_device_id
+from npu_tf_profiling.runtime.task_capture import frame_task_record
 from npu_tf_profiling.runtime.writer import AppendOnlyWriter, StorageBudget, write_json_atomically
 
 _RANDOM_ALPHABET = string.ascii_uppercase + string.digits
@@ -30,11 +31,10 @@ _RANDOM_ALPHABET = string.ascii_uppercase + string.digits
 
 @dataclass
 class ModelEntry:
-    """A distinct training graph: its Model ID, trace points, and how many runs were traced."""
+    """A distinct training graph in this PROF_* folder: its Model ID and trace points."""
 
     model_id: int
     trace_points: dict[str, Any]
-    runs: int = 0
 
 
 @dataclass
@@ -51,28 +51,47 @@ class ProfilingRun:
         self._lock = threading.Lock()
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
         self._trace = AppendOnlyWriter(layout.training_trace_path(self.prof_dir, self.device_id), self._budget)
+        self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
         self._write_info()
         self._announce()
 
     # ----- collection ---------------------------------------------------------------------
     @property
     def collecting(self) -> bool:
-        return self._trace.stopped_reason is None
+        return self._trace.stopped_reason is None and self._tasks.stopped_reason is None
 
-    def register_model(self, fingerprint: str, trace_points: dict[str, Any]) -> ModelEntry:
+    def register_model(self, fingerprint: str, trace_points: dict[str, Any], op_types: dict[str, str] | None = None) -> ModelEntry:
+        """The model for a training graph; `op_types` (task_trace only) is saved for the offline reports."""
         with self._lock:
             entry = self.models.get(fingerprint)
             if entry is None:
                 entry = ModelEntry(model_id=len(self.models) + 1, trace_points=trace_points)
                 self.models[fingerprint] = entry
                 self._write_info()
+                if op_types is not None:
+                    path = layout.graph_ops_path(self.prof_dir, self.device_id, entry.model_id)
+                    try:
+                        write_json_atomically(path, op_types)
+                    except OSError as exc:
+                        warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
 
-    def record(self, model: ModelEntry, fields: dict[str, Any]) -> None:
-        model.runs += 1
-        record = {layout.K_MODEL_ID: model.model_id, layout.K_RUN: model.runs}
+    def record(self, model: ModelEntry, run: int, fields: dict[str, Any]) -> None:
+        """One training_trace record (the probe times of iteration `run`)."""
+        record = {layout.K_MODEL_ID: model.model_id, layout.K_RUN: run}
         record.update(fields)
         self._trace.append(record)
+
+    def record_tasks(self, model: ModelEntry, run: int, step: int | None, step_stats: bytes, run_start_us: float, run_end_us: float) -> None:
+        """One task_trace record: the raw StepStats of iteration `run`."""
+        header = {
+            layout.K_MODEL_ID: model.model_id,
+            layout.K_RUN: run,
+            layout.K_STEP: step,
+            layout.K_RUN_START: round(run_start_us, 1),
+            layout.K_RUN_END: round(run_end_us, 1),
+        }
+        self._tasks.append_bytes(frame_task_record(header, step_stats))
 
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
@@ -135,6 +154,7 @@ class ProfilingRun:
 
     def close(self) -> None:
         self._trace.close()
+        self._tasks.close()
 
 
 def _tensorflow_version() -> str | None:
@@ -159,19 +179,24 @@ def new_prof_dir(output_dir: Path) -> tuple[Path, int]:
 
 
 _RUNS: dict[Path, ProfilingRun] = {}
+_ALL_RUNS: list[ProfilingRun] = []  # every run this process made, reported at exit
 _RUNS_LOCK = threading.Lock()
 
 
-def profiling_run_for(resolution: Resolution) -> ProfilingRun:
-    """The process's ProfilingRun for this output directory (created on first use)."""
+def profiling_run_for(resolution: Resolution, fresh: bool = False) -> ProfilingRun:
+    """The process's ProfilingRun for this output directory (created on first use).
+
+    `fresh`: always start a new PROF_* folder (each dynamic collection gets its own).
+    """
     with _RUNS_LOCK:
-        run = _RUNS.get(resolution.output_dir)
+        run = None if fresh else _RUNS.get(resolution.output_dir)
         if run is None:
             prof_dir, started_us = new_prof_dir(resolution.output_dir)
             run = ProfilingRun(resolution, current_device_id(), prof_dir, started_us, _device_kind())
-            _RUNS[resolution.output_dir] = run
-            if len(_RUNS) == 1:
+            if not _RUNS and not _ALL_RUNS:
                 atexit.register(_finish_all)
+            _RUNS[resolution.output_dir] = run
+            _ALL_RUNS.append(run)
         elif run.resolution.options != resolution.options:
             run.add_note(
                 f"a later session asked for different options ({resolution.options.to_json()}) with the same output; "
@@ -181,6 +206,6 @@ def profiling_run_for(resolution: Resolution) -> ProfilingRun:
 
 
 def _finish_all() -> None:
-    for run in list(_RUNS.values()):
+    for run in list(_ALL_RUNS):
         run.close()
         run.write_reports()

@@ -26,19 +26,34 @@ def patch_session_module(module: ModuleType) -> None:
     @functools.wraps(original_init)
     def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
         resolution = resolve_profiling(config)
+        dynamic = None
+        if resolution is None:
+            from npu_tf_profiling.runtime.dynamic import dynamic_config_path
+
+            dynamic = dynamic_config_path()
         original_init(self, target, graph, config)
-        if resolution is not None:
-            attach(self, resolution)
+        if resolution is not None or dynamic is not None:
+            attach(self, resolution, dynamic)
 
     setattr(__init__, _MARK, True)
     base.__init__ = __init__
 
 
-def attach(session: Any, resolution: Any) -> None:
+def attach(session: Any, resolution: Any, dynamic_config: Any) -> None:
     """Attach profiling to a live session; a failure is a warning and the session runs unprofiled."""
     try:
-        from npu_tf_profiling.runtime.session_profiler import SessionProfiler
+        from npu_tf_profiling.runtime.collection import Collection
+        from npu_tf_profiling.runtime.dynamic import controller_for
+        from npu_tf_profiling.runtime.session_profiler import SessionProfiler, StaticSource
 
-        SessionProfiler(session, resolution)
+        if resolution is not None:
+            collection = Collection.start(resolution)
+            if not (collection.training_trace or collection.task_trace):
+                collection.run.add_note("training_trace and task_trace are both off: nothing is recorded")
+                return
+            options = resolution.options
+            SessionProfiler(session, StaticSource(collection), options.fp_point or "", options.bp_point or "", dynamic=False)
+        else:
+            SessionProfiler(session, controller_for(dynamic_config), "", "", dynamic=True)
     except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
         warnings.warn(f"npu_tf_profiling: could not attach profiling to the session ({exc!r}); training continues", RuntimeWarning, stacklevel=3)

@@ -1,43 +1,83 @@
 """Profiling attached to one `tf.compat.v1.Session`: which runs are iterations, and tracing them.
 
 A run is an iteration when its fetches (transitively) execute the traced train
-op. Such runs get one extra fetch, the probe vector; every other run (init,
-loss-only, summaries, evaluation) goes to TensorFlow untouched. The decision is
-cached per (fetches, feeds) shape, so the steady-state cost per step is a dict
-lookup, one extra fetch, and one appended line.
+op. Such runs get one extra fetch, the probe vector (training_trace), and, on the
+iterations the collection window selects, FULL_TRACE step stats (task_trace);
+every other run (init, loss-only, summaries, evaluation) goes to TensorFlow
+untouched. The decision is cached per (fetches, feeds) shape, so the
+steady-state cost per step is a dict lookup, one extra fetch, and one appended
+line.
 
 Trace points are discovered lazily, at the first run after the graph has a
 training step, because scripts often create the session before building the
 model. Any failure inside profiling turns it off for this session with one
-warning; errors raised by the user's own run propagate unchanged.
+warning; errors raised by the user's own run propagate unchanged, and so does a
+wrong fp_point/bp_point (bad input, reported before the first training step).
 """
 from __future__ import annotations
 
 import hashlib
 import sys
+import time
 import warnings
 import weakref
+from dataclasses import dataclass
 from typing import Any, Hashable
 
 import tensorflow as tf
 
-from npu_tf_profiling.config import Resolution
+from typing import Protocol
+
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, find_trace_points
+from npu_tf_profiling.runtime.collection import Collection, IterationCounter
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes
-from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun, profiling_run_for
+from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
+from npu_tf_profiling.runtime.task_capture import full_trace_options
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
 MAX_DISCOVERY_ATTEMPTS = 8
 
 
-class _GraphState:
-    """Probes and model identity for one graph, shared by every profiled session on it."""
+class CollectionSource(Protocol):
+    """Where a session gets the Collection in force: fixed (static request) or a DynamicController."""
 
-    def __init__(self, probes: GraphProbes, index: GraphIndex, index_version: int, model: ModelEntry) -> None:
-        self.probes = probes
-        self.index = index
-        self.index_version = index_version
-        self.model = model
+    def poll(self) -> Collection | None: ...
+
+    def after_iteration(self, iteration_id: int) -> None: ...
+
+
+@dataclass
+class StaticSource:
+    collection: Collection
+
+    def poll(self) -> Collection | None:
+        return self.collection
+
+    def after_iteration(self, iteration_id: int) -> None:
+        pass
+
+
+@dataclass
+class _GraphState:
+    """What one graph's training step is, shared by every profiled session on it."""
+
+    points: TracePoints
+    probes: GraphProbes | None  # None when no collection can want the step trace
+    index: GraphIndex
+    index_version: int
+    fingerprint: str
+    counter: IterationCounter
+    models: dict[int, ModelEntry]  # id(ProfilingRun) -> this graph's model there
+    op_types: dict[str, str] | None = None
+
+    def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool) -> ModelEntry:
+        model = self.models.get(id(run))
+        if model is None:
+            if task_trace and self.op_types is None:
+                self.op_types = {op.name: op.type for op in graph.get_operations()}
+            model = run.register_model(self.fingerprint, self.points.to_dict(), self.op_types if task_trace else None)
+            self.models[id(run)] = model
+        return model
 
 
 _GRAPH_STATES: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
@@ -54,11 +94,17 @@ def _fetch_key(fetches: Any) -> Hashable:
 
 
 class SessionProfiler:
-    def __init__(self, session: Any, resolution: Resolution) -> None:
+    """Wraps `session.run`/`close` of one session. `fp_point`/`bp_point` come from the request."""
+
+    def __init__(self, session: Any, source: CollectionSource, fp_point: str, bp_point: str, *, dynamic: bool) -> None:
         self._session = session
         self._graph: tf.Graph = session.graph
-        self._resolution = resolution
-        self._run: ProfilingRun = profiling_run_for(resolution)
+        self._source = source
+        self._fp_point = fp_point
+        self._bp_point = bp_point
+        # Dynamic collections may want the step trace later, and probes can only be wired in
+        # before the session first runs; so a dynamic session always prepares them.
+        self._dynamic = dynamic
         self._original_run = session.run
         self._original_close = session.close
         self._plans: dict[Hashable, bool] = {}
@@ -66,38 +112,74 @@ class SessionProfiler:
         self._checked_version = -1
         self._attempts = 0
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
-        self._enabled = resolution.options.is_on("training_trace")
-        if not self._enabled:
-            self._run.add_note("training_trace is off: no iteration trace is recorded")
+        self._enabled = True
         session.run = self.run
         session.close = self.close
 
     # ----- the wrapped Session API --------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None) -> Any:
-        traced = False
         self._runs_seen += 1
-        if self._enabled and self._run.collecting:
+        iteration = False
+        if self._enabled:
             try:
-                traced = self._is_iteration(fetches, feed_dict)
+                iteration = self._is_iteration(fetches, feed_dict)
             except TracePointsError:
                 raise  # a wrong fp_point/bp_point is the user's bad input: fail before training
             except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
                 self._disable(exc)
-        if not traced:
+        if not iteration:
             return self._original_run(fetches, feed_dict, options, run_metadata)
-        state = self._state
-        assert state is not None
-        results, vector = self._original_run([fetches, state.probes.fetch], feed_dict, options, run_metadata)
-        try:
-            self._run.record(state.model, state.probes.layout.decode(vector))
-        except Exception as exc:  # noqa: BLE001
-            self._disable(exc)
-        return results
+        return self._run_iteration(fetches, feed_dict, options, run_metadata)
 
     def close(self) -> None:
         self._original_close()
-        if not sys.is_finalizing():  # a session collected at shutdown: the atexit handler reports
-            self._run.write_reports()
+        collection = self._source.poll()
+        if collection is not None and not sys.is_finalizing():  # at shutdown the atexit handler reports
+            collection.run.write_reports()
+
+    # ----- one iteration ------------------------------------------------------------------
+    def _run_iteration(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        state = self._state
+        assert state is not None
+        run, iteration_id = state.counter.begin()
+        collection = self._source.poll()
+        probe = tasks = False
+        if collection is not None and collection.active:
+            probe, tasks = collection.wants(iteration_id)
+        # Learn the global step once, so a dynamic window's start_step means the real step.
+        sync_step = self._dynamic and not state.counter.knows_step and state.points.global_step is not None
+        probe = (probe or sync_step) and state.probes is not None
+        if not probe and not tasks:
+            out = self._original_run(fetches, feed_dict, options, run_metadata)
+            self._source.after_iteration(iteration_id)
+            return out
+        run_fetches = [fetches, state.probes.fetch] if probe else fetches
+        if tasks:
+            options = full_trace_options(options)
+            run_metadata = run_metadata if run_metadata is not None else tf.compat.v1.RunMetadata()
+        start = time.time()
+        out = self._original_run(run_fetches, feed_dict, options, run_metadata)
+        end = time.time()
+        results = out[0] if probe else out
+        try:
+            self._record(state, collection, run, iteration_id, out[1] if probe else None, run_metadata if tasks else None, start, end)
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._disable(exc)
+        return results
+
+    def _record(self, state: _GraphState, collection: Collection | None, run: int, iteration_id: int,
+                vector: Any, run_metadata: Any, start: float, end: float) -> None:
+        step = None
+        if vector is not None:
+            fields = state.probes.layout.decode(vector)
+            step = fields["step"]
+            state.counter.saw_step(run, step)
+            if collection is not None and collection.wants(iteration_id)[0]:
+                collection.run.record(state.model_in(collection.run, self._graph, collection.task_trace), run, fields)
+        if run_metadata is not None and collection is not None:
+            model = state.model_in(collection.run, self._graph, True)
+            collection.run.record_tasks(model, run, step, run_metadata.step_stats.SerializeToString(), start * 1e6, end * 1e6)
+        self._source.after_iteration(iteration_id)
 
     # ----- deciding what is an iteration ----------------------------------------------------
     def _is_iteration(self, fetches: Any, feed_dict: Any) -> bool:
@@ -125,19 +207,20 @@ class SessionProfiler:
             state.index = GraphIndex.from_graph(self._graph)
             state.index_version = self._graph.version
         known = [n for n in names if n in state.index]
-        if state.probes.iteration_end not in state.index.ancestors(known):
+        if state.points.iteration_end not in state.index.ancestors(known):
             return False
+        waited = state.probes.waited_ops if state.probes is not None else frozenset()
         fed_ops = {_op_name(self._graph, k) for k in (feed_dict or {})}
-        clash = sorted(fed_ops & state.probes.waited_ops)
-        if clash:
-            self._run.add_note(
+        clash = sorted(fed_ops & waited)
+        collection = self._source.poll()
+        if clash and collection is not None:
+            collection.run.add_note(
                 f"runs feeding {', '.join(clash)} are not traced: the probes wait on those ops, and a fed op does not run"
             )
-            return False
-        return True
+        return not clash
 
     def _discover(self) -> bool:
-        """Find trace points and build probes once the graph has a training step."""
+        """Find trace points (and build probes) once the graph has a training step."""
         version = self._graph.version
         if version == self._checked_version or self._attempts >= MAX_DISCOVERY_ATTEMPTS:
             return False
@@ -147,25 +230,25 @@ class SessionProfiler:
         if shared is not None:
             self._state = shared
             return True
-        options = self._resolution.options
-        points = find_trace_points(self._graph, options.fp_point or "", options.bp_point or "")
+        points = find_trace_points(self._graph, self._fp_point, self._bp_point)
+        collection = self._source.poll()
         if not points.is_training or points.iteration_end is None:
-            if self._attempts >= MAX_DISCOVERY_ATTEMPTS:
-                self._run.add_note(f"no training step found in graph {id(self._graph):#x}; its runs are not traced")
+            if self._attempts >= MAX_DISCOVERY_ATTEMPTS and collection is not None:
+                collection.run.add_note(f"no training step found in graph {id(self._graph):#x}; its runs are not traced")
             return False
-        fingerprint = _fingerprint(self._graph, points)
         index = GraphIndex.from_graph(self._graph)
-        probes = build_probes(self._graph, points, index, user_bp=bool(options.bp_point), may_rewire=self._runs_seen <= 1)
-        if probes.not_rewired:
-            self._run.add_note(
-                "probes wait on, but could not be wired into, " + ", ".join(sorted(set(probes.not_rewired))[:5])
-                + ": their times may be late by the executor's scheduling (control-flow context, or the session ran before the model was complete)"
-            )
-        for reason in points.reasons:
-            if reason.startswith("warning:"):
-                self._run.add_note(reason)
-        model = self._run.register_model(fingerprint, points.to_dict())
-        self._state = _GraphState(probes, index, self._graph.version, model)
+        probes = None
+        if self._dynamic or (collection is not None and collection.training_trace):
+            probes = build_probes(self._graph, points, index, user_bp=bool(self._bp_point), may_rewire=self._runs_seen <= 1)
+        if collection is not None:
+            if probes is not None and probes.not_rewired:
+                collection.run.add_note(
+                    "probes wait on, but could not be wired into, " + ", ".join(sorted(set(probes.not_rewired))[:5])
+                    + ": their times may be late by the executor's scheduling (control-flow context, or the session ran before the model was complete)"
+                )
+            for reason in points.warnings:
+                collection.run.add_note(reason)
+        self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points), IterationCounter(), {})
         _GRAPH_STATES[self._graph] = self._state
         return True
 

@@ -28,7 +28,7 @@ class StorageBudget:
 
 
 class AppendOnlyWriter:
-    """One JSON object per line, appended to `path`."""
+    """Whole records appended to `path`, each with a single os.write."""
 
     def __init__(self, path: Path, budget: StorageBudget) -> None:
         self.path = path
@@ -38,10 +38,13 @@ class AppendOnlyWriter:
         self.stopped_reason: str | None = None
 
     def append(self, record: dict[str, Any]) -> bool:
-        """Write one record; False (after one warning) once collection has stopped."""
+        """Write one JSON record as a line; False (after one warning) once collection has stopped."""
+        return self.append_bytes((json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8"))
+
+    def append_bytes(self, line: bytes) -> bool:
+        """Write one already-encoded record; False (after one warning) once collection has stopped."""
         if self.stopped_reason is not None:
             return False
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             if not self._budget.allows(len(line)):
                 self._stop(f"storage_limit reached ({self._budget.limit_bytes} bytes)")

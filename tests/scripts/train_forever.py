@@ -1,6 +1,6 @@
 """A plain-Session training loop for the subprocess tests: prints each finished step, flushed.
 
-Usage: train_forever.py STEPS [FSIZE_LIMIT_BYTES]
+Usage: train_forever.py STEPS [FSIZE_LIMIT_BYTES]     (env STEP_SLEEP_S: seconds to sleep per step)
 Profiling comes from the environment (PROFILING_MODE / PROFILING_OPTIONS); the script
 never imports npu_tf_profiling. With a file-size limit, writes beyond it fail with
 EFBIG, which is how the disk-full test simulates a full disk for this process only.
@@ -25,9 +25,14 @@ x = np.random.default_rng(0).normal(size=(256, 8)).astype(np.float32)
 batch = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices(x).repeat().batch(16)).get_next()
 loss = tf.reduce_mean(tf.layers.dense(tf.layers.dense(batch, 16, activation=tf.nn.relu), 1) ** 2)
 train = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=tf.train.get_or_create_global_step())
+pause = float(os.environ.get("STEP_SLEEP_S", "0"))
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     for step in range(1, steps + 1):
         sess.run(train)
         print(f"step {step}", flush=True)
+        if pause:
+            import time
+
+            time.sleep(pause)
 print("done", flush=True)

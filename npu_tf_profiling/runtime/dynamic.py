@@ -1,0 +1,152 @@
+"""`PROFILING_MODE=dynamic`: start and stop collection while the job runs, by editing a JSON file.
+
+As torch_npu's dynamic_profile and MindSpore's DynamicProfilerMonitor do: the job
+polls the file named by `PROFILING_DYNAMIC_CONFIG` every 2 s (one `stat` call, only
+when a session runs and the interval has passed, so steps are not slowed). A
+change to a valid options JSON with a window (`start_step`/`stop_step` or
+`schedule`) starts one collection, into a new PROF_* folder, at that iteration.
+A change during a collection is applied after it ends (the last one wins). An
+invalid edit is logged with the reason to `log/monitor_dp_<host>_<pid>_rank_<id>.log`
+beside the config and ignored; the job never dies. If the file is missing at start,
+a template (valid, but with no window, so it collects nothing) is written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Mapping
+
+from npu_tf_profiling.config import ENV_MODE, ProfilingOptions, ProfilingOptionsError, Resolution
+from npu_tf_profiling.runtime.collection import Collection
+from npu_tf_profiling.runtime.device import device_id
+
+ENV_DYNAMIC_CONFIG = "PROFILING_DYNAMIC_CONFIG"
+DEFAULT_FILE_NAME = "profiler_config.json"
+POLL_INTERVAL_S = 2.0
+SOURCE_DYNAMIC = "dynamic"
+TEMPLATE = {
+    "output": "./npu_tf_profiling_dynamic",
+    "training_trace": "on",
+    "task_trace": "on",
+}
+TEMPLATE_HELP = "set start_step (and stop_step) or schedule to start a collection"
+
+
+def dynamic_config_path(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The dynamic config file when PROFILING_MODE=dynamic, else None; a missing variable is an error."""
+    environ = os.environ if environ is None else environ
+    if environ.get(ENV_MODE, "").strip().lower() != "dynamic":
+        return None
+    raw = environ.get(ENV_DYNAMIC_CONFIG, "").strip()
+    if not raw:
+        raise ProfilingOptionsError(
+            f"{ENV_MODE}=dynamic needs {ENV_DYNAMIC_CONFIG}=/path/to/{DEFAULT_FILE_NAME} (the file the job watches)"
+        )
+    path = Path(raw).expanduser().absolute()
+    return path / DEFAULT_FILE_NAME if path.is_dir() else path
+
+
+class DynamicController:
+    """Watches one config file and hands out the Collection in force (or None)."""
+
+    def __init__(self, path: Path, poll_interval_s: float = POLL_INTERVAL_S) -> None:
+        self.path = path
+        self.poll_interval_s = poll_interval_s
+        self.log_path = path.parent / "log" / f"monitor_dp_{socket.gethostname()}_{os.getpid()}_rank_{device_id()}.log"
+        self.current: Collection | None = None
+        self._pending: Resolution | None = None
+        self._lock = threading.Lock()
+        self._next_poll = 0.0
+        if not path.exists():
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(TEMPLATE, indent=2) + "\n", encoding="utf-8")
+                self._log("INFO", f"template written to {path}; {TEMPLATE_HELP}")
+            except OSError as exc:
+                raise ProfilingOptionsError(f"{ENV_DYNAMIC_CONFIG}: cannot create {path}: {exc}") from None
+        self._mtime = self._stat()
+        self._log("INFO", f"watching {path} every {poll_interval_s:g} s")
+
+    # ----- called from every session run -------------------------------------------------
+    def poll(self) -> Collection | None:
+        now = time.monotonic()
+        if now >= self._next_poll:
+            with self._lock:
+                if now >= self._next_poll:
+                    self._next_poll = now + self.poll_interval_s
+                    self._check_file()
+        return self.current
+
+    def after_iteration(self, iteration_id: int) -> None:
+        current = self.current
+        if current is None or not current.done_after(iteration_id):
+            return
+        with self._lock:
+            current.run.close()
+            current.run.write_reports()
+            self._log("INFO", f"collection done at iteration {iteration_id}: {current.run.prof_dir}")
+            self.current = None
+            if self._pending is not None:
+                self._begin(self._pending)
+                self._pending = None
+
+    # ----- internals ----------------------------------------------------------------------
+    def _stat(self) -> int | None:
+        try:
+            return os.stat(self.path).st_mtime_ns
+        except OSError:
+            return None
+
+    def _check_file(self) -> None:
+        mtime = self._stat()
+        if mtime == self._mtime:
+            return
+        self._mtime = mtime
+        if mtime is None:
+            self._log("WARNING", f"{self.path} disappeared; waiting for it to come back")
+            return
+        try:
+            options = ProfilingOptions.parse(self.path.read_text(encoding="utf-8"), origin=str(self.path))
+            if options.start_step is None and options.schedule is None:
+                self._log("INFO", f"load json success; no window: nothing to collect ({TEMPLATE_HELP})")
+                return
+            resolution = Resolution(options=options, source=SOURCE_DYNAMIC, output_dir=options.resolve_output())
+        except (ProfilingOptionsError, OSError, UnicodeDecodeError) as exc:
+            self._log("ERROR", f"invalid config ignored: {exc}")
+            return
+        self._log("INFO", f"load json success: {options.to_json()}")
+        if self.current is None:
+            self._begin(resolution)
+        else:
+            self._pending = resolution
+            self._log("INFO", "a collection is running; the new config starts when it ends")
+
+    def _begin(self, resolution: Resolution) -> None:
+        self.current = Collection.start(resolution, fresh=True)
+        self._log("INFO", f"collection armed: {resolution.options.to_json()} -> {self.current.run.prof_dir}")
+
+    def _log(self, level: str, message: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        line = f"{stamp},{int(time.time() * 1000) % 1000:03d} [{level}] [{os.getpid()}] {message}\n"
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        except OSError:
+            pass  # the log is a courtesy; never let it hurt the job
+
+
+_CONTROLLERS: dict[Path, DynamicController] = {}
+_CONTROLLERS_LOCK = threading.Lock()
+
+
+def controller_for(path: Path) -> DynamicController:
+    with _CONTROLLERS_LOCK:
+        controller = _CONTROLLERS.get(path)
+        if controller is None:
+            controller = _CONTROLLERS[path] = DynamicController(path)
+        return controller
