@@ -10,6 +10,10 @@ One module per job:
 * ``chrome_trace``: trace-format helpers and ``validate_chrome_trace``;
 * ``prof_dir``: finding/loading PROF folders; ``writer``: writing the files;
 * ``summary``: per-model shares and the input-bound verdict;
+* ``step_stats`` / ``task_trace``: decode ``task_trace.bin`` (StepStats
+  without TensorFlow) into the per-task table; ``op_summary``: the
+  task_time/op_summary/op_statistic tables; ``msprof_timeline``: the combined
+  timeline, split under a size budget; ``task_reports``: writing those files;
 * ``command_report`` / ``command_summary``: the CLI sub-commands.
 
 Heavy imports are avoided here on purpose: ``import npu_tf_profiling.reports``
@@ -25,6 +29,10 @@ from typing import Any
 # at session close, and pandas should not load before that.
 _LAZY = {
     "write_step_trace_reports": "npu_tf_profiling.reports.writer",
+    "write_all_reports": "npu_tf_profiling.reports.writer",
+    "read_task_trace": "npu_tf_profiling.reports.task_trace",
+    "load_device_tasks": "npu_tf_profiling.reports.task_trace",
+    "task_windows": "npu_tf_profiling.reports.task_trace",
     "load_prof_dir": "npu_tf_profiling.reports.prof_dir",
     "find_prof_dirs": "npu_tf_profiling.reports.prof_dir",
     "read_training_trace": "npu_tf_profiling.reports.raw",

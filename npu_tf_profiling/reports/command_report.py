@@ -1,8 +1,11 @@
-"""``npu-tf-prof report PATH``: (re)build the step_trace CSV/JSON from raw data.
+"""``npu-tf-prof report PATH``: (re)build every report from raw data.
 
-PATH is a PROF_* folder or an output folder holding several (each is
-reported). Prints the written files, one path per line, on stdout; warnings
-and errors go to stderr. Exit codes: 0 written, 2 bad input (missing path,
+That is the step_trace CSV/JSON and, when the folder has task_trace data,
+task_time/op_summary/op_statistic CSVs and the msprof timeline (split into
+numbered files above ``--timeline-max-mb``). PATH is a PROF_* folder or an
+output folder holding several (each is reported). Prints the written files,
+one path per line, on stdout; notes (tasks and skipped nodes per device, a
+split timeline), warnings and errors go to stderr. Exit codes: 0 written, 2 bad input (missing path,
 not a PROF folder, unreadable data, bad --timestamp), 3 no iterations found.
 Works offline and never imports TensorFlow.
 """
@@ -15,7 +18,7 @@ from pathlib import Path
 from npu_tf_profiling.reports._cli_common import EXIT_BAD_INPUT, for_each_prof_dir
 from npu_tf_profiling.reports.errors import BadInputError
 from npu_tf_profiling.reports.prof_dir import check_timestamp
-from npu_tf_profiling.reports.writer import write_step_trace_reports
+from npu_tf_profiling.reports.writer import write_all_reports
 
 PROG = "npu-tf-prof report"
 
@@ -27,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="YYYYmmddHHMMSS",
         help="the <ts> in step_trace_<ts>.csv/.json (default: the time in the PROF_* folder name)",
     )
+    parser.add_argument(
+        "--timeline-max-mb",
+        metavar="MiB",
+        type=float,
+        default=200.0,
+        help="largest msprof_<ts>.json; bigger timelines are split into msprof_<ts>_1.json, _2... (default: 200)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,11 +46,17 @@ def run(args: argparse.Namespace) -> int:
         except BadInputError as exc:
             sys.stderr.write(f"{PROG}: error: {exc}\n")
             return EXIT_BAD_INPUT
+    if not args.timeline_max_mb or not 0.0625 <= args.timeline_max_mb:
+        sys.stderr.write(f"{PROG}: error: --timeline-max-mb must be at least 0.0625 (64 KiB)\n")
+        return EXIT_BAD_INPUT
+    budget = int(args.timeline_max_mb * 1024 * 1024)
 
     def work(prof_dir: Path) -> list[Path]:
-        paths = write_step_trace_reports(prof_dir, args.timestamp)
+        paths = write_all_reports(prof_dir, args.timestamp, timeline_budget_bytes=budget)
         for p in paths:
             sys.stdout.write(f"{p}\n")
+        for note in paths.notes:
+            sys.stderr.write(f"{PROG}: note: {note}\n")
         return paths
 
     code, _ = for_each_prof_dir(PROG, args.path, work)

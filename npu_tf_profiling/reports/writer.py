@@ -1,5 +1,9 @@
 """Write ``mindstudio_profiler_output/step_trace_<ts>.csv`` and ``.json`` for a PROF folder.
 
+``write_all_reports`` also writes the task files when the folder has
+task_trace data (``task_reports``): task_time/op_summary/op_statistic CSVs
+and the msprof timeline(s).
+
 One CSV and one JSON per PROF folder, holding every device of it (rows carry
 ``Device_id``; the timeline has one process per device). Files are written to
 a temporary name in the same folder and moved into place with ``os.replace``,
@@ -15,6 +19,7 @@ from typing import Optional
 
 from npu_tf_profiling import layout
 from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.errors import NothingFoundError
 from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, load_prof_dir, report_timestamp
 from npu_tf_profiling.reports.step_trace_timeline import step_trace_events
 
@@ -63,3 +68,52 @@ def write_step_trace_reports(prof_dir: Path | str, timestamp: Optional[str] = No
     torn or corrupt raw lines are skipped with a ``RawDataWarning``.
     """
     return write_step_trace_files(load_prof_dir(prof_dir), timestamp)
+
+
+class ReportPaths(list):
+    """The written files (a plain ``list[Path]``) plus ``notes``: lines a user should see.
+
+    Notes say how many tasks each device had and what was skipped, and when
+    the msprof timeline was split into several files under its size budget.
+    """
+
+    def __init__(self, paths: Optional[list[Path]] = None, notes: Optional[list[str]] = None) -> None:
+        super().__init__(paths or [])
+        self.notes: list[str] = list(notes or [])
+
+
+def write_all_reports(
+    prof_dir: Path | str,
+    timestamp: Optional[str] = None,
+    *,
+    timeline_budget_bytes: Optional[int] = None,
+) -> ReportPaths:
+    """(Re)build every report of one PROF folder from its raw data; the runtime calls this at close.
+
+    Always the step_trace CSV/JSON when there are training_trace records;
+    plus, when some device has a ``task_trace.bin``: ``task_time_<ts>.csv``,
+    ``op_summary_<ts>.csv``, ``op_statistic_<ts>.csv`` and ``msprof_<ts>.json``
+    (or ``msprof_<ts>_1.json``, ``_2``... when larger than
+    ``timeline_budget_bytes``, default 200 MiB). Returns the paths, with
+    ``.notes`` to print. Raises ``NothingFoundError`` when the folder has
+    neither training_trace records nor task data, ``BadInputError`` as
+    ``load_prof_dir`` does; torn/corrupt raw data is skipped with a
+    ``RawDataWarning``.
+    """
+    from npu_tf_profiling.reports import msprof_timeline, task_reports
+
+    prof_dir = Path(prof_dir)
+    ts = check_timestamp(timestamp) if timestamp is not None else report_timestamp(prof_dir)
+    try:
+        data: Optional[ProfData] = load_prof_dir(prof_dir)
+    except NothingFoundError:
+        if not task_reports.has_task_data(prof_dir):
+            raise
+        data = None
+    out = ReportPaths(write_step_trace_files(data, ts) if data is not None else [])
+    if task_reports.has_task_data(prof_dir):
+        budget = msprof_timeline.DEFAULT_BUDGET_BYTES if timeline_budget_bytes is None else timeline_budget_bytes
+        result = task_reports.write_task_files(prof_dir, data, ts, budget)
+        out.extend(result.paths)
+        out.notes.extend(result.notes)
+    return out

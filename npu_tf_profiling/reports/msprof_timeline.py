@@ -1,0 +1,339 @@
+"""``msprof_<ts>.json``: one Chrome-trace timeline with the step trace and the tasks.
+
+Layout (Chrome trace format, see ``chrome_trace``):
+
+* one process per device: ``pid`` = device id, named ``Device <id>`` (shared
+  with the step-trace tracks of ``step_trace_timeline``, which come first);
+* the step trace's tracks as in ``step_trace_<ts>.json``;
+* then one track per TensorFlow (device string, thread id) pair, named
+  ``CPU:0 thread 0`` (``GPU:0/stream:7`` for a GPU stream), sorted after the
+  step trace. Task events are ``X`` events named after the op, category
+  ``Task``, with args Op Type, Task Type, Model ID, Iteration ID.
+  Ops on one TensorFlow thread can overlap (TF 2.x records thread 0 for
+  every CPU op, and inter-op parallelism runs several at once); no track may
+  hold overlapping ``X`` events, so such a track is spread over lanes named
+  ``... #2``, ``... #3`` (greedy, lowest free lane: the fewest lanes).
+
+Times: ``ts``/``dur`` are µs since the Unix epoch, the step trace's clock.
+JSON numbers are doubles (in every viewer), which at today's epoch resolve
+about 0.25 µs; the writer rounds each task's start and end to the nearest
+double and writes ``dur`` = end − start in that space, so touching tasks
+still touch and no rounding creates an overlap. The exact nanosecond values
+are in ``task_time_<ts>.csv``.
+
+Size budget: viewers choke on big JSON (Chrome tracing fails above roughly
+256-800 MB, REFERENCE §6), so the events are written into numbered files
+``msprof_<ts>_1.json``, ``msprof_<ts>_2.json``... of at most
+``budget_bytes`` each (default 200 MiB) when one file would be larger. Each
+file is a complete trace (its own process/thread-name metadata); events
+are in time order per device, so file k covers a later time range than file
+k-1. Nothing is dropped: the writer returns how many events went where, and
+the report prints a line when it split.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.task_trace import TASK_TYPES, TaskTable
+
+MSPROF_STEM = "msprof"
+DEFAULT_BUDGET_BYTES = 200 * 1024 * 1024
+TASK_CATEGORY = "Task"
+# Task events formatted per batch (bounds the memory held while writing millions of events).
+EVENT_BATCH = 100_000
+# Bytes kept free in each file for the closing metadata beyond what is known (safety margin).
+_RESERVE_MARGIN = 4096
+
+
+def _encode(event: dict[str, Any]) -> str:
+    return json.dumps(event, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+@dataclass
+class TimelineParts:
+    """What the writer produced: the files and how many span events each holds."""
+
+    paths: list[Path] = field(default_factory=list)
+    events: list[int] = field(default_factory=list)
+    budget_bytes: int = DEFAULT_BUDGET_BYTES
+
+    @property
+    def split(self) -> bool:
+        return len(self.paths) > 1
+
+    @property
+    def total_events(self) -> int:
+        return sum(self.events)
+
+
+class SplitTimelineWriter:
+    """Writes span events into one or more JSON array files under a byte budget.
+
+    Metadata events (process/thread names) are registered per (pid, tid) and
+    each file gets, at its end, the metadata of the tracks it holds events for
+    (array order does not matter in the trace format). Events must be ASCII
+    JSON (``ensure_ascii``), so string length is byte length.
+    """
+
+    def __init__(self, out_dir: Path, timestamp: str, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+        if budget_bytes < 64 * 1024:
+            raise ValueError(f"timeline budget {budget_bytes} bytes is too small (minimum 64 KiB)")
+        self.out_dir = Path(out_dir)
+        self.timestamp = timestamp
+        self.budget = budget_bytes
+        self._process_meta: dict[int, list[str]] = {}
+        self._thread_meta: dict[tuple[int, int], list[str]] = {}
+        self._meta_bytes = 0
+        self._tmp_paths: list[Path] = []
+        self._counts: list[int] = []
+        self._handle: Any = None
+        self._used = 0
+        self._pids: set[int] = set()
+        self._tracks: set[tuple[int, int]] = set()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+
+    # ----- metadata ---------------------------------------------------------------------------
+    def add_process(self, pid: int, events: Sequence[dict[str, Any]]) -> None:
+        encoded = [_encode(e) for e in events]
+        self._process_meta.setdefault(pid, []).extend(encoded)
+        self._meta_bytes += sum(len(e) + 1 for e in encoded)
+
+    def add_thread(self, pid: int, tid: int, events: Sequence[dict[str, Any]]) -> None:
+        encoded = [_encode(e) for e in events]
+        self._thread_meta.setdefault((pid, tid), []).extend(encoded)
+        self._meta_bytes += sum(len(e) + 1 for e in encoded)
+
+    def has_process(self, pid: int) -> bool:
+        return pid in self._process_meta
+
+    # ----- files ------------------------------------------------------------------------------
+    def _open(self) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{MSPROF_STEM}_{self.timestamp}.", suffix=".tmp", dir=self.out_dir)
+        self._handle = os.fdopen(fd, "w", encoding="ascii", newline="")
+        self._tmp_paths.append(Path(tmp))
+        self._counts.append(0)
+        self._handle.write("[")
+        self._used = 1
+        self._pids = set()
+        self._tracks = set()
+
+    def _close(self) -> None:
+        meta: list[str] = []
+        for pid in sorted(self._pids):
+            meta.extend(self._process_meta.get(pid, []))
+        for key in sorted(self._tracks):
+            meta.extend(self._thread_meta.get(key, []))
+        if meta:
+            self._handle.write(("," if self._counts[-1] else "") + ",".join(meta))
+        self._handle.write("]\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        self._handle = None
+
+    def write(self, events: Sequence[str], pids: np.ndarray, tids: np.ndarray) -> None:
+        """Append encoded span events; ``pids``/``tids`` give each event's track."""
+        start = 0
+        n = len(events)
+        if n == 0:
+            return
+        sizes = np.fromiter(map(len, events), dtype=np.int64, count=n) + 1
+        cum = np.cumsum(sizes)
+        while start < n:
+            if self._handle is None:
+                self._open()
+            room = self.budget - self._used - self._meta_bytes - _RESERVE_MARGIN
+            base = cum[start - 1] if start else 0
+            fit = int(np.searchsorted(cum, base + room, side="right")) - start
+            if fit <= 0:
+                if self._counts[-1]:
+                    self._close()
+                    continue
+                fit = 1  # one event larger than the budget still goes somewhere: never dropped
+            stop = min(n, start + fit)
+            text = ",".join(events[start:stop])
+            self._handle.write(("," if self._counts[-1] else "") + text)
+            self._used += len(text) + 1
+            self._counts[-1] += stop - start
+            keys = np.unique(np.asarray(pids[start:stop], dtype=np.int64) * (1 << 32) + np.asarray(tids[start:stop], dtype=np.int64))
+            for key in keys.tolist():
+                pid, tid = divmod(key, 1 << 32)
+                self._pids.add(pid)
+                self._tracks.add((pid, tid))
+            start = stop
+            if start < n:
+                self._close()
+
+    def finish(self) -> TimelineParts:
+        """Close the last file and move the files into place (removing stale parts of this <ts>)."""
+        if self._handle is None and not self._tmp_paths:
+            self._open()
+        if self._handle is not None:
+            self._close()
+        n = len(self._tmp_paths)
+        if n == 1:
+            finals = [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json"]
+        else:
+            finals = [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}_{i}.json" for i in range(1, n + 1)]
+        for tmp, final in zip(self._tmp_paths, finals):
+            os.replace(tmp, final)
+        keep = set(finals)
+        for stale in [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json", *self.out_dir.glob(f"{MSPROF_STEM}_{self.timestamp}_*.json")]:
+            if stale not in keep and stale.exists() and _is_part_name(stale.name, self.timestamp):
+                stale.unlink()
+        return TimelineParts(paths=finals, events=list(self._counts), budget_bytes=self.budget)
+
+    def abort(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        for tmp in self._tmp_paths:
+            try:
+                tmp.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _is_part_name(name: str, timestamp: str) -> bool:
+    stem = f"{MSPROF_STEM}_{timestamp}"
+    if name == f"{stem}.json":
+        return True
+    return name.startswith(f"{stem}_") and name.endswith(".json") and name[len(stem) + 1 : -5].isdigit()
+
+
+def msprof_paths(prof_dir: Path, timestamp: str) -> Path:
+    return layout.report_dir(Path(prof_dir)) / f"{MSPROF_STEM}_{timestamp}.json"
+
+
+# ----- step trace events ---------------------------------------------------------------------------
+def add_step_trace(writer: SplitTimelineWriter, events: Sequence[dict[str, Any]]) -> dict[int, int]:
+    """Register the step trace's metadata and write its spans; returns the highest tid used per pid."""
+    max_tid: dict[int, int] = {}
+    spans: list[str] = []
+    pids: list[int] = []
+    tids: list[int] = []
+    for event in events:
+        pid, tid = event["pid"], event.get("tid", 0)
+        max_tid[pid] = max(max_tid.get(pid, 0), tid)
+        if event.get("ph") == "M":
+            if event.get("name", "").startswith("process_"):
+                writer.add_process(pid, [event])
+            else:
+                writer.add_thread(pid, tid, [event])
+            continue
+        spans.append(_encode(event))
+        pids.append(pid)
+        tids.append(tid)
+    writer.write(spans, np.array(pids, dtype=np.int64), np.array(tids, dtype=np.int64))
+    return max_tid
+
+
+# ----- task events ---------------------------------------------------------------------------------
+def ns_to_us(ns: np.ndarray) -> np.ndarray:
+    """Epoch ns -> the nearest double in µs (whole µs are exact in float64; one rounding, not two)."""
+    return (ns // 1000).astype(np.float64) + (ns % 1000) / 1000.0
+
+
+def lanes_of_sorted(ts: Sequence[float], end: Sequence[float]) -> list[int]:
+    """Lanes for spans already sorted by start: greedy, lowest free lane (touching spans share)."""
+    lane_end: list[float] = []
+    out = [0] * len(ts)
+    for i, (t, e) in enumerate(zip(ts, end)):
+        for lane, busy in enumerate(lane_end):
+            if busy <= t:
+                lane_end[lane] = e
+                out[i] = lane
+                break
+        else:
+            out[i] = len(lane_end)
+            lane_end.append(e)
+    return out
+
+
+def task_lanes(track: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The lane of each task on its track so that no lane holds overlapping spans (float µs space).
+
+    Vectorised check first; the greedy loop runs only on tracks that do overlap.
+    """
+    lanes = np.zeros(len(track), dtype=np.int64)
+    if len(track) == 0:
+        return lanes
+    order = np.lexsort((end, ts, track))
+    t_sorted, ts_sorted, end_sorted = track[order], ts[order], end[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = t_sorted[1:] != t_sorted[:-1]
+    group = np.cumsum(first) - 1
+    running = pd.Series(end_sorted).groupby(group).cummax().to_numpy()
+    prev = np.empty_like(running)
+    prev[0] = -np.inf
+    prev[1:] = running[:-1]
+    overlap = ~first & (ts_sorted < prev)
+    if not overlap.any():
+        return lanes
+    bad_groups = np.unique(group[overlap])
+    bounds = np.flatnonzero(first).tolist() + [len(order)]
+    sorted_lanes = np.zeros(len(order), dtype=np.int64)
+    for g in bad_groups.tolist():
+        lo, hi = bounds[g], bounds[g + 1]
+        sorted_lanes[lo:hi] = lanes_of_sorted(ts_sorted[lo:hi].tolist(), end_sorted[lo:hi].tolist())
+    lanes[order] = sorted_lanes
+    return lanes
+
+
+def add_tasks(writer: SplitTimelineWriter, table: TaskTable, first_tid: int, batch: int = EVENT_BATCH) -> int:
+    """Register the device's task tracks and write its task events; returns the number of events."""
+    pid = table.device_id
+    frame = table.frame
+    if frame.empty:
+        return 0
+    start_ns = frame["start_ns"].to_numpy()
+    end_ns = frame["end_ns"].to_numpy()
+    ts = ns_to_us(start_ns)
+    end = ns_to_us(end_ns)
+    track = frame["track"].to_numpy()
+    lanes = task_lanes(track, ts, end)
+    # tid per (track, lane), tracks in order, their lanes after them.
+    n_lanes = int(lanes.max()) + 1
+    key = track.astype(np.int64) * n_lanes + lanes
+    used, tid_index = np.unique(key, return_inverse=True)
+    tids = (first_tid + tid_index).astype(np.int64)
+    for i, k in enumerate(used.tolist()):
+        trk, lane = divmod(k, n_lanes)
+        label = table.tracks[trk].label
+        name = label if lane == 0 else f"{label} #{lane + 1}"
+        tid = first_tid + i
+        writer.add_thread(pid, tid, [chrome_trace.thread_name_event(pid, tid, name), chrome_trace.thread_sort_event(pid, tid, tid)])
+
+    names = [json.dumps(n, ensure_ascii=True) for n in table.names]
+    types = [json.dumps(t, ensure_ascii=True) for t in table.op_types]
+    task_types = [json.dumps(t) for t in TASK_TYPES]
+    cat = json.dumps(TASK_CATEGORY)
+    n = len(frame)
+    for lo in range(0, n, batch):
+        hi = min(n, lo + batch)
+        rows = zip(
+            frame["name"].iloc[lo:hi].tolist(), ts[lo:hi].tolist(), (end[lo:hi] - ts[lo:hi]).tolist(), tids[lo:hi].tolist(),
+            frame["op_type"].iloc[lo:hi].tolist(), frame["task_type"].iloc[lo:hi].tolist(),
+            frame["model_id"].iloc[lo:hi].tolist(), frame["iteration_id"].iloc[lo:hi].tolist(),
+        )
+        events = [
+            f'{{"name":{names[nm]},"ph":"X","cat":{cat},"ts":{t!r},"dur":{d!r},"pid":{pid},"tid":{tid},'
+            f'"args":{{"Op Type":{types[ot]},"Task Type":{task_types[tt]},"Model ID":{m},"Iteration ID":{it}}}}}'
+            for nm, t, d, tid, ot, tt, m, it in rows
+        ]
+        writer.write(events, np.full(hi - lo, pid, dtype=np.int64), tids[lo:hi])
+    return n
+
+
+def process_events(device_id: int) -> list[dict[str, Any]]:
+    return [chrome_trace.process_name_event(device_id, f"Device {device_id}"), chrome_trace.process_sort_event(device_id, device_id)]

@@ -1,0 +1,696 @@
+"""Read ``device_<id>/data/task_trace.bin`` and turn it into the per-task table.
+
+The raw format is defined in ``npu_tf_profiling.layout``: framed records, one
+per traced iteration, each ``TASK_MAGIC | uint32 LE header length | header
+(UTF-8 JSON) | uint64 LE payload length | payload (serialized StepStats)``.
+Decoding needs no TensorFlow (``step_stats`` declares the messages).
+
+Reading never trusts the end of the file and never drops anything silently:
+a torn last record (the process was killed mid-write), bytes that do not
+start with the marker (the reader skips to the next marker), a header that is
+not the contract's JSON or a payload that is not a StepStats are each listed
+with their byte offset in a ``RawDataWarning`` and kept in ``TaskTrace.skipped``.
+
+Which nodes become tasks (``is_reported_name``):
+
+* a node whose name starts with ``_`` is executor plumbing and is skipped:
+  ``_SOURCE``, ``_SINK``, the feed/fetch nodes ``_arg_*``/``_retval_*``
+  (``_recv_*``/``_send_*`` in older graphs) and partitioning's ``_Send``/
+  ``_Recv``. TensorFlow rejects user op names that start with ``_``, so the
+  rule never hides a user op;
+* a node whose name starts with ``npu_tf_profiling_probes/`` is one of the
+  profiler's own timestamp probes and is skipped;
+* when a GPU's ``.../stream:all`` device is recorded beside its per-stream
+  devices it repeats their kernels, so it is skipped (kept if it is the only one).
+
+Each skipped kind is counted (``TaskTable.skipped``) and the reports say how many.
+
+Columns of the task table (``TaskTable.frame``), one row per reported task,
+sorted by Model ID, Iteration ID, start, track:
+
+* Iteration ID joins the ``training_trace`` record of the same (model_id, run),
+  so task_time uses exactly step_trace's Iteration ID (the global step when
+  usable, else the run counter; see ``raw.assign_iteration_ids``). A record
+  with no training_trace partner follows the same rule on the task records'
+  own ``step``/``run`` (and is counted in ``TaskTable.unmatched_records``).
+* Op Type: from ``data/graph_ops_<model_id>.json``; for a name missing there,
+  parsed from the node's ``timeline_label`` (``name = Type(inputs)``, or the
+  ``@@name:Type#`` form of GPU kernels); else ``unknown``.
+* Task Type (``TASK_TYPES``): ``communication`` for collective op types
+  (``Collective*``, ``Nccl*``, ``Horovod*``, ``Hcom*``); else ``GPU kernel``
+  when the TensorFlow device string names a GPU, a ``/stream:`` or a
+  ``/memcpy``; else ``host CPU`` when the same iteration also recorded a GPU
+  device; else ``CPU``. Host CPU tasks are reported only when the run's
+  ``aicpu`` option is ``on`` (REFERENCE §2: "AI CPU ops, the analogue here is
+  host CPU ops when compute runs on an accelerator"); otherwise they are left
+  out and counted.
+* Stream ID: the ``N`` of a ``/stream:N`` device, else the TensorFlow thread id.
+* A track is one (TensorFlow device string, thread id) pair. Task Wait(us) is
+  the idle gap on the task's track inside its iteration: start minus the
+  latest end of the earlier-starting tasks of that track and iteration,
+  floored at 0 (ops on one TensorFlow thread can overlap: async kernels, and
+  TF 2.x records thread id 0 for every CPU op); 0 for the track's first task.
+"""
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import os
+import re
+import struct
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
+
+import numpy as np
+import pandas as pd
+from google.protobuf.message import DecodeError
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.reports import step_stats
+from npu_tf_profiling.reports.errors import RawDataWarning
+from npu_tf_profiling.reports.raw import ID_FROM_RUN, ID_FROM_STEP, TraceRead
+
+PROBE_PREFIX = "npu_tf_profiling_probes/"
+PLUMBING_PREFIX = "_"
+
+TASK_CPU = "CPU"
+TASK_GPU = "GPU kernel"
+TASK_HOST_CPU = "host CPU"
+TASK_COMMUNICATION = "communication"
+TASK_TYPES = (TASK_CPU, TASK_GPU, TASK_HOST_CPU, TASK_COMMUNICATION)
+COMMUNICATION_PREFIXES = ("Collective", "Nccl", "Horovod", "Hcom")
+UNKNOWN_OP_TYPE = "unknown"
+
+# Skipped-node kinds, as counted in TaskTable.skipped.
+SKIP_PLUMBING = "executor nodes (names starting with '_')"
+SKIP_PROBES = f"profiler probe ops ('{PROBE_PREFIX}*')"
+SKIP_STREAM_ALL = "GPU '/stream:all' copies of per-stream kernels"
+SKIP_HOST_CPU = "host CPU ops (aicpu is not 'on')"
+
+_HEADER = struct.Struct("<I")
+_PAYLOAD = struct.Struct("<Q")
+_MAX_IN_WARNING = 10
+
+
+def is_reported_name(name: str) -> bool:
+    """Whether a StepStats node of this name is a task in the reports (see module doc)."""
+    return not (name.startswith(PLUMBING_PREFIX) or name.startswith(PROBE_PREFIX))
+
+
+def is_gpu_device(device: str) -> bool:
+    return "GPU" in device or "/stream:" in device or "/memcpy" in device
+
+
+def is_communication_type(op_type: str) -> bool:
+    return op_type.startswith(COMMUNICATION_PREFIXES)
+
+
+_STREAM = re.compile(r"/stream:(\d+)")
+_DEVICE = re.compile(r"device:(.*)$")
+
+
+def short_device(device: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:0`` -> ``CPU:0`` (others unchanged)."""
+    match = _DEVICE.search(device)
+    return match.group(1) if match else device
+
+
+def op_type_from_label(label: str, name: str) -> Optional[str]:
+    """The op type in a StepStats ``timeline_label``, or None.
+
+    CPU/GPU op labels read ``name = Type(input, ...)`` (TensorFlow's timeline
+    parses them the same way); GPU tracer kernel labels carry ``@@name:Type#``.
+    """
+    at = label.find("@@")
+    if at >= 0:
+        hash_at = label.find("#", at)
+        fields = label[at + 2 : hash_at if hash_at > at else None].split(":")
+        return fields[1] if len(fields) > 1 and fields[1] else None
+    prefix = f"{name} = "
+    rest = label[len(prefix) :] if label.startswith(prefix) else label.partition(" = ")[2]
+    paren = rest.find("(")
+    if paren <= 0:
+        return None
+    return rest[:paren].strip() or None
+
+
+# ----- reading the framed file -----------------------------------------------------------------
+@dataclass(frozen=True)
+class SkippedRecord:
+    """A part of task_trace.bin that could not be used, and why."""
+
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class FramedRecord:
+    offset: int
+    header: dict[str, Any]
+    payload: bytes
+
+
+class _BadHeader(ValueError):
+    pass
+
+
+def _header_int(header: dict, key: str, required: bool) -> Optional[int]:
+    value = header.get(key)
+    if value is None:
+        if required:
+            raise _BadHeader(f"{key!r} is missing")
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _BadHeader(f"{key!r} is not an integer: {value!r}")
+    return value
+
+
+def _header_time(header: dict, key: str) -> Optional[float]:
+    value = header.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _BadHeader(f"{key!r} is not a number: {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def parse_header(raw: bytes) -> dict[str, Any]:
+    """Check a record header against the contract; return a clean dict (ValueError if not)."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _BadHeader(f"header is not UTF-8 JSON ({exc.__class__.__name__})") from None
+    if not isinstance(obj, dict):
+        raise _BadHeader("header is not a JSON object")
+    return {
+        layout.K_MODEL_ID: _header_int(obj, layout.K_MODEL_ID, required=True),
+        layout.K_RUN: _header_int(obj, layout.K_RUN, required=True),
+        layout.K_STEP: _header_int(obj, layout.K_STEP, required=False),
+        layout.K_RUN_START: _header_time(obj, layout.K_RUN_START),
+        layout.K_RUN_END: _header_time(obj, layout.K_RUN_END),
+    }
+
+
+def frame_record(header: dict[str, Any], payload: bytes) -> bytes:
+    """One framed record exactly as ``layout`` defines it (used by tests and the benchmark)."""
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return layout.TASK_MAGIC + _HEADER.pack(len(head)) + head + _PAYLOAD.pack(len(payload)) + payload
+
+
+def iter_framed_records(path: Union[Path, str]) -> Iterator[Union[FramedRecord, SkippedRecord]]:
+    """Yield each record of a task_trace.bin in file order, or a ``SkippedRecord`` for what is unusable.
+
+    The file is memory-mapped, so a multi-GB file costs one payload at a time.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size == 0:
+        return
+    magic = layout.TASK_MAGIC
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        pos = 0
+        while pos < size:
+            if mm[pos : pos + len(magic)] != magic:
+                nxt = mm.find(magic, pos + 1)
+                if nxt < 0:
+                    tail = mm[pos:size]
+                    if len(tail) < len(magic) and magic.startswith(tail):
+                        yield SkippedRecord(pos, "incomplete last record (the writer was probably stopped mid-write)")
+                    else:
+                        yield SkippedRecord(pos, f"{size - pos} trailing byte(s) without a record marker")
+                    return
+                yield SkippedRecord(pos, f"{nxt - pos} byte(s) without a record marker; resumed at the next marker (offset {nxt})")
+                pos = nxt
+                continue
+            head_start = pos + len(magic) + _HEADER.size
+            head_end = payload_start = payload_end = -1
+            if head_start <= size:
+                head_end = head_start + _HEADER.unpack_from(mm, pos + len(magic))[0]
+            if 0 <= head_end and head_end + _PAYLOAD.size <= size:
+                payload_start = head_end + _PAYLOAD.size
+                payload_end = payload_start + _PAYLOAD.unpack_from(mm, head_end)[0]
+            if payload_end < 0 or payload_end > size:
+                nxt = mm.find(magic, pos + 1)
+                if nxt < 0:
+                    yield SkippedRecord(pos, "incomplete last record (the writer was probably stopped mid-write)")
+                    return
+                yield SkippedRecord(pos, f"record lengths run past the next marker; resumed at offset {nxt}")
+                pos = nxt
+                continue
+            try:
+                header = parse_header(mm[head_start:head_end])
+            except _BadHeader as exc:
+                yield SkippedRecord(pos, f"not a task_trace record header: {exc}")
+            else:
+                yield FramedRecord(pos, header, mm[payload_start:payload_end])
+            pos = payload_end
+
+
+# ----- decoding into columns ---------------------------------------------------------------------
+@dataclass
+class TaskTrace:
+    """Every node of every usable record of one task_trace.bin, as columns.
+
+    ``records`` has one row per record (``record`` = its position in this
+    frame): model_id, run, step, run_start_us, run_end_us, offset, has_gpu.
+    Per node: ``record``, ``device`` (code into ``devices``), ``thread``,
+    ``name`` (code into ``names``), ``start_ns``/``end_ns`` (epoch ns).
+    ``label_types`` maps a name code to the op type in the timeline_label of
+    its first occurrence (None when unparseable).
+    """
+
+    path: Path
+    records: pd.DataFrame
+    names: list[str]
+    devices: list[str]
+    label_types: list[Optional[str]]
+    thread_names: dict[tuple[int, int], str]
+    record: np.ndarray
+    device: np.ndarray
+    thread: np.ndarray
+    name: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    skipped: list[SkippedRecord] = field(default_factory=list)
+
+    @property
+    def node_count(self) -> int:
+        return int(self.name.shape[0])
+
+
+RECORD_COLUMNS = ["record", "offset", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, layout.K_RUN_START, layout.K_RUN_END, "has_gpu"]
+
+
+def _warn_skipped(path: Path, skipped: list[SkippedRecord]) -> None:
+    shown = "; ".join(f"offset {s.offset}: {s.reason}" for s in skipped[:_MAX_IN_WARNING])
+    more = len(skipped) - _MAX_IN_WARNING
+    if more > 0:
+        shown += f"; and {more} more"
+    warnings.warn(f"{path}: skipped {len(skipped)} unusable part(s) ({shown})", RawDataWarning, stacklevel=3)
+
+
+def read_task_trace(path: Union[Path, str]) -> TaskTrace:
+    """Decode a task_trace.bin into a ``TaskTrace`` (torn/corrupt parts skipped with a warning)."""
+    path = Path(path)
+    name_codes: dict[str, int] = {}
+    label_types: list[Optional[str]] = []
+    device_codes: dict[str, int] = {}
+    thread_names: dict[tuple[int, int], str] = {}
+    rec_rows: list[tuple] = []
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("record", "device", "thread", "name", "start_ns", "end_ns")}
+    skipped: list[SkippedRecord] = []
+    for item in iter_framed_records(path):
+        if isinstance(item, SkippedRecord):
+            skipped.append(item)
+            continue
+        try:
+            message = step_stats.parse_step_stats(item.payload)
+        except DecodeError as exc:
+            skipped.append(SkippedRecord(item.offset, f"payload is not a StepStats message ({exc})"))
+            continue
+        record = len(rec_rows)
+        has_gpu = False
+        for dev in message.dev_stats:
+            cols = step_stats.device_nodes(dev, name_codes)
+            for code, index in cols.new_names:
+                label_types.append(op_type_from_label(cols.nodes[index].timeline_label, cols.nodes[index].node_name))
+                assert len(label_types) == code + 1
+            dcode = device_codes.setdefault(cols.device, len(device_codes))
+            has_gpu = has_gpu or is_gpu_device(cols.device)
+            for tid, tname in cols.thread_names.items():
+                thread_names[(dcode, int(tid))] = tname
+            n = cols.name_code.shape[0]
+            parts["record"].append(np.full(n, record, dtype=np.int32))
+            parts["device"].append(np.full(n, dcode, dtype=np.int32))
+            parts["thread"].append(cols.thread_id)
+            parts["name"].append(cols.name_code)
+            parts["start_ns"].append(cols.start_ns)
+            parts["end_ns"].append(cols.end_ns)
+        h = item.header
+        rec_rows.append((record, item.offset, h[layout.K_MODEL_ID], h[layout.K_RUN], h[layout.K_STEP], h[layout.K_RUN_START], h[layout.K_RUN_END], has_gpu))
+    if skipped:
+        _warn_skipped(path, skipped)
+    dtypes = {"record": np.int32, "device": np.int32, "thread": np.int64, "name": np.int32, "start_ns": np.int64, "end_ns": np.int64}
+    arrays = {k: (np.concatenate(v) if v else np.zeros(0, dtype=dtypes[k])) for k, v in parts.items()}
+    records = pd.DataFrame(rec_rows, columns=RECORD_COLUMNS)
+    records = records.astype(
+        {"record": "int64", "offset": "int64", layout.K_MODEL_ID: "int64", layout.K_RUN: "int64", layout.K_STEP: "Int64",
+         layout.K_RUN_START: "float64", layout.K_RUN_END: "float64", "has_gpu": bool}
+    )
+    names = [""] * len(name_codes)
+    for name, code in name_codes.items():
+        names[code] = name
+    devices = [""] * len(device_codes)
+    for dev_name, code in device_codes.items():
+        devices[code] = dev_name
+    return TaskTrace(
+        path=path, records=records, names=names, devices=devices, label_types=label_types,
+        thread_names=thread_names, skipped=skipped, **arrays,
+    )
+
+
+def read_graph_ops(device_dir: Union[Path, str], model_id: int) -> dict[str, str]:
+    """``data/graph_ops_<model_id>.json`` ({op name: op type}); {} with a warning if absent or unreadable."""
+    path = Path(device_dir) / layout.DATA_DIR / layout.GRAPH_OPS_FILE.format(model_id=model_id)
+    if not path.is_file():
+        warnings.warn(f"{path}: missing; op types come from the timeline labels", RawDataWarning, stacklevel=2)
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warnings.warn(f"{path}: unreadable ({exc}); op types come from the timeline labels", RawDataWarning, stacklevel=2)
+        return {}
+    if not isinstance(data, dict):
+        warnings.warn(f"{path}: not a JSON object; op types come from the timeline labels", RawDataWarning, stacklevel=2)
+        return {}
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+
+
+# ----- the task table -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Track:
+    """One timeline track: a TensorFlow device string and a thread id."""
+
+    device: str
+    thread: int
+    label: str
+    is_stream: bool
+
+
+@dataclass
+class TaskTable:
+    """The reported tasks of one device folder (see the module doc for each column).
+
+    ``frame`` columns: record, model_id, iteration_id, name, op_type, task_type,
+    track (codes into ``names``/``op_types``/``TASK_TYPES``/``tracks``),
+    stream_id, start_ns, end_ns, wait_ns; sorted by model, iteration, start, track.
+    ``iterations`` has one row per record: record, model_id, run, step,
+    iteration_id, run_start_us, run_end_us, iteration_end_us (from
+    training_trace; NaN when unmatched), iteration_time_us (step trace's
+    Iteration Time, else run_end - run_start; NaN when neither is known),
+    n_tasks.
+    """
+
+    device_id: int
+    frame: pd.DataFrame
+    iterations: pd.DataFrame
+    names: list[str]
+    op_types: list[str]
+    tracks: list[Track]
+    skipped: dict[str, int]
+    unmatched_records: int = 0
+    skipped_records: int = 0
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+def _track_label(device: str, thread: int, thread_names: dict[tuple[int, int], str], dcode: int, stream: bool) -> str:
+    short = short_device(device)
+    if stream:
+        return short
+    named = thread_names.get((dcode, thread))
+    return f"{short} {named}" if named else f"{short} thread {thread}"
+
+
+def _iteration_ids(records: pd.DataFrame, training: Optional[TraceRead]) -> tuple[pd.Series, pd.Series, int]:
+    """Iteration ID and training_trace iteration_end of each record; and how many had no partner."""
+    model = records[layout.K_MODEL_ID]
+    ids = pd.Series(pd.NA, index=records.index, dtype="Int64")
+    ends = pd.Series(np.nan, index=records.index, dtype="float64")
+    unmatched = pd.Series(True, index=records.index)
+    id_source: dict[int, str] = {}
+    if training is not None and not training.frame.empty:
+        tf = training.frame[[layout.K_MODEL_ID, layout.K_RUN, "iteration_id", layout.K_ITERATION_END]]
+        tf = tf.drop_duplicates([layout.K_MODEL_ID, layout.K_RUN], keep="last")
+        keys = records[[layout.K_MODEL_ID, layout.K_RUN]].astype({layout.K_RUN: "Int64"})
+        joined = keys.merge(tf, how="left", on=[layout.K_MODEL_ID, layout.K_RUN])
+        joined.index = records.index
+        found = joined["iteration_id"].notna()
+        ids[found] = joined.loc[found, "iteration_id"].astype("Int64")
+        ends[found] = joined.loc[found, layout.K_ITERATION_END]
+        unmatched = ~found
+        id_source = dict(training.id_source)
+    for model_id in pd.unique(model[unmatched]):
+        rows = unmatched & (model == model_id)
+        source = id_source.get(int(model_id))
+        if source is None:
+            # No training_trace for this model: apply raw.assign_iteration_ids' rule to the task records.
+            all_rows = records[model == model_id].sort_values(layout.K_RUN)
+            steps = all_rows[layout.K_STEP]
+            source = ID_FROM_STEP if steps.notna().all() and steps.is_unique and steps.is_monotonic_increasing else ID_FROM_RUN
+        steps = records.loc[rows, layout.K_STEP]
+        runs = records.loc[rows, layout.K_RUN].astype("Int64")
+        ids[rows] = steps.where(steps.notna(), runs) if source == ID_FROM_STEP else runs
+    n_unmatched = int(unmatched.sum()) if training is not None else 0
+    return ids, ends, n_unmatched
+
+
+def aicpu_enabled(info: dict[str, Any]) -> bool:
+    """Whether host CPU ops are reported: info.json's resolved options have ``aicpu`` on.
+
+    When info.json holds no options (missing or damaged file) nothing is known
+    to be off, so they are reported.
+    """
+    options = info.get("options") if isinstance(info, dict) else None
+    if not isinstance(options, dict):
+        return True
+    return options.get("aicpu") == "on"
+
+
+def build_task_table(
+    trace: TaskTrace,
+    device_id: int,
+    training: Optional[TraceRead] = None,
+    graph_ops: Optional[dict[int, dict[str, str]]] = None,
+    iteration_times: Optional[pd.DataFrame] = None,
+    keep_host_cpu: bool = True,
+) -> TaskTable:
+    """The reported tasks of one device (see the module doc for every rule).
+
+    ``graph_ops`` maps model id -> {op name: op type}; ``iteration_times`` has
+    columns model_id, iteration_id, iteration_time_us (the step trace's
+    Iteration Time) and is used for op_summary's Ratio.
+    """
+    graph_ops = graph_ops or {}
+    records = trace.records.copy()
+    ids, ends, unmatched = _iteration_ids(records, training)
+    records["iteration_id"] = ids
+    records["iteration_end_us"] = ends
+
+    names = trace.names
+    n_names = len(names)
+    skipped: dict[str, int] = {}
+
+    # --- which nodes are tasks -------------------------------------------------------------
+    plumbing = np.fromiter((n.startswith(PLUMBING_PREFIX) for n in names), dtype=bool, count=n_names)
+    probes = np.fromiter((n.startswith(PROBE_PREFIX) for n in names), dtype=bool, count=n_names)
+    node_plumbing = plumbing[trace.name] if n_names else np.zeros(0, bool)
+    node_probe = probes[trace.name] if n_names else np.zeros(0, bool)
+    keep = ~(node_plumbing | node_probe)
+    skipped[SKIP_PLUMBING] = int(node_plumbing.sum())
+    skipped[SKIP_PROBES] = int(node_probe.sum())
+    stream_all = [i for i, d in enumerate(trace.devices) if d.endswith("/stream:all")]
+    if stream_all:
+        # Drop a record's stream:all device only when that record also has per-stream devices of the same GPU.
+        per_stream = np.array([bool(_STREAM.search(d)) and not d.endswith("/stream:all") for d in trace.devices])
+        gpu_of = [d.rsplit("/stream:", 1)[0] if "/stream:" in d else d for d in trace.devices]
+        pairs = pd.DataFrame({"record": trace.record, "device": trace.device}).drop_duplicates()
+        pairs["gpu"] = [gpu_of[d] for d in pairs["device"]]
+        pairs["per_stream"] = per_stream[pairs["device"].to_numpy()]
+        has_streams = set(map(tuple, pairs.loc[pairs["per_stream"], ["record", "gpu"]].to_numpy().tolist()))
+        drop_pairs = {
+            (int(r), int(d)) for r, d, g in pairs[["record", "device", "gpu"]].itertuples(index=False)
+            if int(d) in stream_all and (r, g) in has_streams
+        }
+        if drop_pairs:
+            key = trace.record.astype(np.int64) * len(trace.devices) + trace.device
+            drop_keys = np.array([r * len(trace.devices) + d for r, d in drop_pairs], dtype=np.int64)
+            dropped = np.isin(key, drop_keys) & keep
+            skipped[SKIP_STREAM_ALL] = int(dropped.sum())
+            keep &= ~dropped
+
+    idx = np.flatnonzero(keep)
+    rec = trace.record[idx]
+    dev = trace.device[idx]
+    name = trace.name[idx]
+    thread = trace.thread[idx]
+    start = trace.start_ns[idx]
+    end = trace.end_ns[idx]
+    rec_model = records[layout.K_MODEL_ID].to_numpy(dtype=np.int64)
+    model = rec_model[rec] if len(rec_model) else np.zeros(0, np.int64)
+
+    # --- op types: graph_ops per model, else the label, else "unknown" --------------------------
+    type_codes: dict[str, int] = {}
+    op_type = np.zeros(len(idx), dtype=np.int32)
+    for model_id in np.unique(model):
+        in_model = model == model_id
+        ops = graph_ops.get(int(model_id), {})
+        used = np.unique(name[in_model])
+        table = np.zeros(n_names, dtype=np.int32)
+        for code in used.tolist():
+            t = ops.get(names[code]) or trace.label_types[code] or UNKNOWN_OP_TYPE
+            table[code] = type_codes.setdefault(t, len(type_codes))
+        op_type[in_model] = table[name[in_model]]
+    op_types = [""] * len(type_codes)
+    for t, code in type_codes.items():
+        op_types[code] = t
+
+    # --- task types ------------------------------------------------------------------------------
+    dev_gpu = np.array([is_gpu_device(d) for d in trace.devices], dtype=bool)
+    type_comm = np.array([is_communication_type(t) for t in op_types], dtype=bool)
+    rec_has_gpu = records["has_gpu"].to_numpy(dtype=bool)
+    task_type = np.full(len(idx), TASK_TYPES.index(TASK_CPU), dtype=np.int8)
+    if len(idx):
+        on_gpu = dev_gpu[dev]
+        host = ~on_gpu & rec_has_gpu[rec]
+        task_type[on_gpu] = TASK_TYPES.index(TASK_GPU)
+        task_type[host] = TASK_TYPES.index(TASK_HOST_CPU)
+        comm = type_comm[op_type] if len(op_types) else np.zeros(len(idx), bool)
+        task_type[comm] = TASK_TYPES.index(TASK_COMMUNICATION)
+        if not keep_host_cpu:
+            drop = task_type == TASK_TYPES.index(TASK_HOST_CPU)
+            if drop.any():
+                skipped[SKIP_HOST_CPU] = int(drop.sum())
+                sel = ~drop
+                rec, dev, name, thread, start, end, model, op_type, task_type = (
+                    a[sel] for a in (rec, dev, name, thread, start, end, model, op_type, task_type)
+                )
+
+    # --- tracks and stream ids ------------------------------------------------------------------
+    track_key = dev.astype(np.int64) * (1 << 32) + (thread & 0xFFFFFFFF)
+    uniq_keys, track = np.unique(track_key, return_inverse=True)
+    tracks: list[Track] = []
+    stream_of_track = np.zeros(len(uniq_keys), dtype=np.int64)
+    for i, key in enumerate(uniq_keys.tolist()):
+        dcode, tid = key >> 32, key & 0xFFFFFFFF
+        device = trace.devices[dcode]
+        match = _STREAM.search(device)
+        is_stream = bool(match) or "/memcpy" in device
+        tracks.append(Track(device, tid, _track_label(device, tid, trace.thread_names, dcode, is_stream), is_stream))
+        stream_of_track[i] = int(match.group(1)) if match else tid
+    track = track.astype(np.int32)
+
+    # --- Task Wait, then rows by Model ID, Iteration ID, start --------------------------------
+    rec_iter = records["iteration_id"].to_numpy(dtype="float64", na_value=np.nan)
+    iteration = rec_iter[rec].astype(np.int64) if len(rec) else np.zeros(0, np.int64)
+    wait = _task_wait(rec, track, start, end)
+    order = np.lexsort((track, start, rec, iteration, model))
+    frame = pd.DataFrame(
+        {
+            "record": rec[order].astype(np.int64),
+            "model_id": model[order],
+            "iteration_id": iteration[order],
+            "name": name[order],
+            "op_type": op_type[order],
+            "task_type": task_type[order],
+            "track": track[order],
+            "stream_id": stream_of_track[track[order]] if len(order) else np.zeros(0, np.int64),
+            "start_ns": start[order],
+            "end_ns": end[order],
+            "wait_ns": wait[order],
+        }
+    )
+
+    counts = frame.groupby("record").size()
+    records["n_tasks"] = counts.reindex(records["record"]).fillna(0).astype("int64").to_numpy()
+    records["iteration_time_us"] = _iteration_times(records, iteration_times)
+    iterations = records[
+        ["record", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, "iteration_id", layout.K_RUN_START, layout.K_RUN_END,
+         "iteration_end_us", "iteration_time_us", "n_tasks"]
+    ].rename(columns={layout.K_RUN_START: "run_start_us", layout.K_RUN_END: "run_end_us"})
+    return TaskTable(
+        device_id=device_id, frame=frame, iterations=iterations, names=list(names), op_types=op_types,
+        tracks=tracks, skipped=skipped, unmatched_records=unmatched, skipped_records=len(trace.skipped),
+    )
+
+
+def _task_wait(rec: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Idle gap before each task on its track within its record (see the module doc)."""
+    if len(rec) == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((start, track, rec))
+    r, t, s, e = rec[order], track[order], start[order], end[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (t[1:] != t[:-1])
+    group = np.cumsum(first) - 1
+    running_end = pd.Series(e).groupby(group).cummax().to_numpy()
+    prev_end = np.empty_like(running_end)
+    prev_end[0] = 0
+    prev_end[1:] = running_end[:-1]
+    wait = np.where(first, 0, np.maximum(s - prev_end, 0))
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = wait
+    return out
+
+
+def _iteration_times(records: pd.DataFrame, iteration_times: Optional[pd.DataFrame]) -> np.ndarray:
+    fallback = (records[layout.K_RUN_END] - records[layout.K_RUN_START]).to_numpy(dtype="float64")
+    if iteration_times is None or iteration_times.empty:
+        return fallback
+    table = iteration_times.drop_duplicates(["model_id", "iteration_id"], keep="last")
+    joined = records[[layout.K_MODEL_ID, "iteration_id"]].rename(columns={layout.K_MODEL_ID: "model_id"}).merge(
+        table, how="left", on=["model_id", "iteration_id"]
+    )
+    values = joined["iteration_time_us"].to_numpy(dtype="float64", na_value=np.nan)
+    return np.where(np.isnan(values), fallback, values)
+
+
+# ----- alignment with the step trace ----------------------------------------------------------------
+def task_windows(table: TaskTable, tolerance_us: float = 1.0) -> pd.DataFrame:
+    """Per task: its iteration's window and whether the task lies inside it.
+
+    The window is [run_start_us, iteration_end_us] (the training_trace
+    iteration end of the same iteration; run_end_us of the task record when
+    the iteration has no training_trace record). ``inside`` allows
+    ``tolerance_us`` on both sides: the step trace's timestamps come from
+    ``tf.timestamp`` (float64 seconds, ~0.24 µs resolution at today's epoch),
+    the tasks' from StepStats nanoseconds. Columns: record, model_id,
+    iteration_id, name, start_us, end_us, window_start_us, window_end_us, inside.
+    """
+    it = table.iterations.set_index("record")
+    frame = table.frame
+    rec = frame["record"].to_numpy()
+    wstart = it["run_start_us"].reindex(rec).to_numpy(dtype="float64")
+    iend = it["iteration_end_us"].reindex(rec).to_numpy(dtype="float64")
+    rend = it["run_end_us"].reindex(rec).to_numpy(dtype="float64")
+    wend = np.where(np.isnan(iend), rend, iend)
+    start_us = frame["start_ns"].to_numpy() / 1000.0
+    end_us = frame["end_ns"].to_numpy() / 1000.0
+    inside = (start_us >= wstart - tolerance_us) & (end_us <= wend + tolerance_us)
+    return pd.DataFrame(
+        {
+            "record": rec,
+            "model_id": frame["model_id"].to_numpy(),
+            "iteration_id": frame["iteration_id"].to_numpy(),
+            "name": [table.names[c] for c in frame["name"].to_numpy().tolist()],
+            "start_us": start_us,
+            "end_us": end_us,
+            "window_start_us": wstart,
+            "window_end_us": wend,
+            "inside": inside,
+        }
+    )
+
+
+def load_device_tasks(
+    device_dir: Union[Path, str],
+    device_id: int,
+    info: dict[str, Any],
+    training: Optional[TraceRead],
+    iteration_times: Optional[pd.DataFrame] = None,
+) -> Optional[TaskTable]:
+    """Read and tabulate one device folder's task_trace.bin; None when the folder has none."""
+    path = Path(device_dir) / layout.DATA_DIR / layout.TASK_TRACE_FILE
+    if not path.is_file():
+        return None
+    trace = read_task_trace(path)
+    models = sorted(set(trace.records[layout.K_MODEL_ID].tolist()))
+    graph_ops = {m: read_graph_ops(device_dir, m) for m in models}
+    return build_task_table(trace, device_id, training, graph_ops, iteration_times, keep_host_cpu=aicpu_enabled(info))
