@@ -136,13 +136,14 @@ class ProfilingRun:
             )
 
     def write_reports(self) -> list[Path]:
-        """Build the step_trace reports from the raw data; a failure is a warning, never fatal."""
-        if not layout.training_trace_path(self.prof_dir, self.device_id).exists():
+        """Build every report from the raw data; a failure is a warning, never fatal."""
+        raw_files = (layout.training_trace_path(self.prof_dir, self.device_id), layout.task_trace_path(self.prof_dir, self.device_id))
+        if not any(path.exists() for path in raw_files):
             return []
         try:
-            from npu_tf_profiling.reports import write_step_trace_reports
+            from npu_tf_profiling.reports.writer import write_all_reports
 
-            return write_step_trace_reports(self.prof_dir)
+            return list(write_all_reports(self.prof_dir))
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             warnings.warn(
                 f"npu_tf_profiling: could not build reports for {self.prof_dir} ({exc!r}); "

@@ -1,0 +1,75 @@
+"""task_trace end to end: FULL_TRACE step stats on the scheduled iterations only, on the step trace's clock."""
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from npu_tf_profiling.config.session_proto import write_request
+from npu_tf_profiling.reports import validate_chrome_trace
+from tests.trace_files import only_prof_dir, step_trace_rows
+
+
+def small_cnn(graph: tf.Graph):
+    with graph.as_default():
+        images = np.random.default_rng(0).normal(size=(64, 16, 16, 1)).astype(np.float32)
+        labels = (images.mean(axis=(1, 2, 3)) > 0).astype(np.int32)
+        x, y = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(16)).get_next()
+        net = tf.layers.conv2d(x, 8, 3, activation=tf.nn.relu, name="conv1")
+        net = tf.layers.flatten(tf.layers.max_pooling2d(net, 2, 2))
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=tf.layers.dense(net, 2, name="logits"))
+        train_op = tf.train.AdamOptimizer(1e-3).minimize(loss, global_step=tf.train.get_or_create_global_step())
+        return train_op, tf.global_variables_initializer()
+
+
+def read_csv(path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_scheduled_task_trace_on_a_cnn(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, init = small_cnn(graph)
+    config = tf.ConfigProto()
+    options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on", "schedule": {"skip_first": 2, "active": 3, "repeat": 1}}
+    write_request(config, True, json.dumps(options))
+    executed: dict[int, Counter] = {}
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        for iteration in range(1, 11):
+            metadata = tf.RunMetadata()  # the runtime fills the caller's RunMetadata on traced iterations
+            sess.run(train_op, run_metadata=metadata)
+            executed[iteration] = Counter(
+                node.node_name
+                for device in metadata.step_stats.dev_stats
+                for node in device.node_stats
+                if not node.node_name.startswith(("_", "npu_tf_profiling_probes/"))
+            )
+    reports = only_prof_dir(tmp_path) / "mindstudio_profiler_output"
+    _, steps = step_trace_rows(tmp_path)
+    assert [r["Iteration ID"] for r in steps] == [str(i) for i in range(1, 11)]  # training_trace: every iteration
+    tasks = read_csv(next(reports.glob("task_time_*.csv")))
+    assert sorted({int(t["Iteration ID"]) for t in tasks}) == [3, 4, 5]
+    # Every task lies within its iteration's step-trace window (previous iteration end, this iteration end].
+    ends = {int(r["Iteration ID"]): float(r["Iteration End(us)"]) for r in steps}
+    for task in tasks:
+        iteration = int(task["Iteration ID"])
+        start, duration = float(task["Task Start(us)"]), float(task["Task Duration(us)"])
+        assert ends[iteration - 1] <= start and start + duration <= ends[iteration] + 1, task
+    # op_summary counts equal the executed ops in TensorFlow's own step stats (ours excluded).
+    for task in tasks:
+        assert not task["Op Name"].startswith("npu_tf_profiling_probes/")
+    assert [i for i, ops in executed.items() if ops] == [3, 4, 5]  # FULL_TRACE ran on those iterations only
+    tf_counts = sum(executed.values(), Counter())
+    summary = read_csv(next(reports.glob("op_summary_*.csv")))
+    assert {row["Op Name"]: int(row["Count"]) for row in summary} == dict(tf_counts)
+    per_op = Counter(t["Op Name"] for t in tasks)
+    assert per_op == tf_counts
+    assert per_op["conv1/Conv2D"] == 3 and per_op["IteratorGetNext"] == 3
+    timeline = json.loads(next(reports.glob("msprof_*.json")).read_text())
+    assert validate_chrome_trace(timeline) == []
+    names = {e.get("name") for e in (timeline if isinstance(timeline, list) else timeline["traceEvents"])}
+    assert "conv1/Conv2D" in names and "Iteration 3" in names
