@@ -3,6 +3,8 @@
 Modes (each on its own copy of the graph, in its own session):
   none            plain session
   training_trace  this package's in-graph probes (the sess.run / NpuOptimizer path)
+  task_unscheduled  task_trace on, with its window not reached (the cost on unscheduled iterations)
+  task_scheduled  task_trace on every iteration (FULL_TRACE + storing the raw step stats)
   full_trace      RunOptions(trace_level=FULL_TRACE) + RunMetadata on every step
   tf_profiler     tf.profiler.experimental active (start() before, stop() after the timed steps)
 
@@ -35,7 +37,16 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
 from npu_tf_profiling.config.session_proto import write_request  # noqa: E402
 
-MODES = ("none", "training_trace", "full_trace", "tf_profiler")
+MODES = ("none", "training_trace", "task_unscheduled", "task_scheduled", "full_trace", "tf_profiler")
+
+# profiling_options per mode of this package (modes not listed here are not ours).
+OUR_OPTIONS = {
+    "training_trace": {"training_trace": "on"},
+    # task_trace on, but the window is far ahead: measures what unscheduled iterations pay.
+    "task_unscheduled": {"task_trace": "on", "start_step": 10**9, "stop_step": 10**9},
+    # task_trace on every iteration: FULL_TRACE plus storing the raw step stats.
+    "task_scheduled": {"task_trace": "on", "schedule": {"active": 1, "repeat": 0}},
+}
 
 
 def build_mlp(graph: tf.Graph) -> tf.Operation:
@@ -79,8 +90,8 @@ class ModeRunner:
         with self.graph.as_default():
             init = tf.global_variables_initializer()
         config = tf.ConfigProto()
-        if mode == "training_trace":
-            write_request(config, True, json.dumps({"output": output, "training_trace": "on"}))
+        if mode in OUR_OPTIONS:
+            write_request(config, True, json.dumps({"output": os.path.join(output, mode), **OUR_OPTIONS[mode]}))
         self.session = tf.Session(graph=self.graph, config=config)
         self.session.run(init)
         self.ops = len(self.graph.get_operations())
@@ -129,10 +140,10 @@ def measure(model: str, modes: list[str], rounds: int, steps: int, warmup: int) 
         ratio = f"{medians[mode] / base:>9.3f}x" if base else ""
         rounds_text = " ".join(f"{v * 1e3:.2f}" for v in per_round[mode])
         print(f"{mode:<16}{medians[mode] * 1e3:>18.3f}{ratio:>10}   {rounds_text}")
-    if base:
-        paired = [t / n for t, n in zip(per_round.get("training_trace", []), per_round["none"])]
-        if paired:
-            print(f"training_trace overhead, median of per-round ratios: {(statistics.median(paired) - 1) * 100:+.2f}%")
+    for mode, reference in (("training_trace", "none"), ("task_unscheduled", "none"), ("task_scheduled", "full_trace")):
+        if mode in per_round and reference in per_round:
+            paired = [t / r for t, r in zip(per_round[mode], per_round[reference])]
+            print(f"{mode} vs {reference}, median of per-round ratios: {(statistics.median(paired) - 1) * 100:+.2f}%")
     return medians
 
 

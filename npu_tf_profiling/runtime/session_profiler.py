@@ -32,7 +32,7 @@ from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsEr
 from npu_tf_profiling.runtime.collection import Collection, IterationCounter
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
-from npu_tf_profiling.runtime.task_capture import full_trace_options
+from npu_tf_profiling.runtime.task_capture import RawRunMetadata, full_trace_options
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
 MAX_DISCOVERY_ATTEMPTS = 8
@@ -156,7 +156,7 @@ class SessionProfiler:
         run_fetches = [fetches, state.probes.fetch] if probe else fetches
         if tasks:
             options = full_trace_options(options)
-            run_metadata = run_metadata if run_metadata is not None else tf.compat.v1.RunMetadata()
+            run_metadata = RawRunMetadata(run_metadata)
         start = time.time()
         out = self._original_run(run_fetches, feed_dict, options, run_metadata)
         end = time.time()
@@ -178,7 +178,7 @@ class SessionProfiler:
                 collection.run.record(state.model_in(collection.run, self._graph, collection.task_trace), run, fields)
         if run_metadata is not None and collection is not None:
             model = state.model_in(collection.run, self._graph, True)
-            collection.run.record_tasks(model, run, step, run_metadata.step_stats.SerializeToString(), start * 1e6, end * 1e6)
+            collection.run.record_tasks(model, run, step, run_metadata.step_stats_bytes(), start * 1e6, end * 1e6)
         self._source.after_iteration(iteration_id)
 
     # ----- deciding what is an iteration ----------------------------------------------------
