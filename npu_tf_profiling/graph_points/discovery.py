@@ -267,7 +267,12 @@ class Discovery:
                 # Consumed inside the graph (an optimizer built inside a v1
                 # tf.cond, as loss scaling does): the step is the sink that runs it.
                 ranked, sink_counts = self._rank_sinks([best], updates_all)
-                if ranked and sink_counts[ranked[0]] >= counts[best]:
+                # Only a sink that can be the step (a NoOp group, an update, compute) replaces it:
+                # a read of the variable it assigns (MultiWorkerMirroredStrategy's global-step
+                # increment is read back) is plumbing nobody runs as the step.
+                top_type = idx.types[ranked[0]] if ranked else ""
+                if ranked and sink_counts[ranked[0]] >= counts[best] and (
+                        top_type == "NoOp" or not optypes.is_plumbing_type(top_type)):
                     return ranked[0], (
                         f"iteration_end = {names[ranked[0]]}: the sink op that runs {names[best]} ({why}), "
                         "which is itself consumed inside the graph"
