@@ -314,23 +314,31 @@ def add_tasks(writer: SplitTimelineWriter, table: TaskTable, first_tid: int, bat
         tid = first_tid + i
         writer.add_thread(pid, tid, [chrome_trace.thread_name_event(pid, tid, name), chrome_trace.thread_sort_event(pid, tid, tid)])
 
-    names = [json.dumps(n, ensure_ascii=True) for n in table.names]
-    types = [json.dumps(t, ensure_ascii=True) for t in table.op_types]
-    task_types = [json.dumps(t) for t in TASK_TYPES]
+    # Everything but the times, the lane and the iteration is fixed per (name, op type, task type,
+    # model): encode that once per combination, not once per event.
+    name = frame["name"].to_numpy().astype(np.int64)
+    op_type = frame["op_type"].to_numpy().astype(np.int64)
+    task_type = frame["task_type"].to_numpy().astype(np.int64)
+    model = frame["model_id"].to_numpy().astype(np.int64)
+    combo_key = ((model * (len(table.op_types) + 1) + op_type) * len(TASK_TYPES) + task_type) * (len(table.names) + 1) + name
+    combos, combo = np.unique(combo_key, return_inverse=True)
+    first = np.zeros(len(combos), dtype=np.int64)
+    first[combo] = np.arange(len(combo))  # any row of each combination: they agree on these fields
     cat = json.dumps(TASK_CATEGORY)
+    type_json = [json.dumps(t, ensure_ascii=True) for t in table.op_types]
+    task_type_json = [json.dumps(t) for t in TASK_TYPES]
+    names = table.names
+    prefix = [
+        f'{{"name":{json.dumps(names[nm], ensure_ascii=True)},"ph":"X","cat":{cat},"pid":{pid},'
+        f'"args":{{"Op Type":{type_json[ot]},"Task Type":{task_type_json[tt]},"Model ID":{m},"Iteration ID":'
+        for nm, ot, tt, m in zip(name[first].tolist(), op_type[first].tolist(), task_type[first].tolist(), model[first].tolist())
+    ]
+    iteration = frame["iteration_id"].to_numpy()
     n = len(frame)
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
-        rows = zip(
-            frame["name"].iloc[lo:hi].tolist(), ts[lo:hi].tolist(), (end[lo:hi] - ts[lo:hi]).tolist(), tids[lo:hi].tolist(),
-            frame["op_type"].iloc[lo:hi].tolist(), frame["task_type"].iloc[lo:hi].tolist(),
-            frame["model_id"].iloc[lo:hi].tolist(), frame["iteration_id"].iloc[lo:hi].tolist(),
-        )
-        events = [
-            f'{{"name":{names[nm]},"ph":"X","cat":{cat},"ts":{t!r},"dur":{d!r},"pid":{pid},"tid":{tid},'
-            f'"args":{{"Op Type":{types[ot]},"Task Type":{task_types[tt]},"Model ID":{m},"Iteration ID":{it}}}}}'
-            for nm, t, d, tid, ot, tt, m, it in rows
-        ]
+        rows = zip(combo[lo:hi].tolist(), iteration[lo:hi].tolist(), ts[lo:hi].tolist(), (end[lo:hi] - ts[lo:hi]).tolist(), tids[lo:hi].tolist())
+        events = [f'{prefix[k]}{it}}},"ts":{t!r},"dur":{d!r},"tid":{tid}}}' for k, it, t, d, tid in rows]
         writer.write(events, np.full(hi - lo, pid, dtype=np.int64), tids[lo:hi])
     return n
 

@@ -83,26 +83,26 @@ def task_time_lines(table: TaskTable, batch_rows: int = CSV_BATCH_ROWS) -> Itera
     types = [csv_cell(t) for t in table.op_types]
     task_types = list(TASK_TYPES)
     device = str(table.device_id)
+    cols = {k: frame[k].to_numpy() for k in ("model_id", "iteration_id", "name", "op_type", "task_type", "stream_id", "start_ns", "end_ns", "wait_ns")}
+    fr = _FRACTION
     for lo in range(0, len(frame), batch_rows):
-        part = frame.iloc[lo : lo + batch_rows]
-        start = part["start_ns"].to_numpy()
-        dur = part["end_ns"].to_numpy() - start
-        wait = part["wait_ns"].to_numpy()
+        part = {k: v[lo : lo + batch_rows] for k, v in cols.items()}
+        start = part["start_ns"]
+        dur = part["end_ns"] - start
+        wait = part["wait_ns"]
+        fixed = (part["model_id"].tolist(), part["iteration_id"].tolist(), part["name"].tolist(), part["op_type"].tolist(),
+                 part["task_type"].tolist(), part["stream_id"].tolist())
         if (dur < 0).any() or (start < 0).any():  # broken clocks only: exact but slower formatting
-            s_txt, d_txt, w_txt = format_us(start.tolist()), format_us(dur.tolist()), format_us(wait.tolist())
-            rows = zip(part["model_id"].tolist(), part["iteration_id"].tolist(), part["name"].tolist(), part["op_type"].tolist(),
-                       part["task_type"].tolist(), part["stream_id"].tolist(), s_txt, d_txt, w_txt)
+            rows = zip(*fixed, format_us(start.tolist()), format_us(dur.tolist()), format_us(wait.tolist()))
             yield "".join(
                 [f"{device},{m},{i},{names[n]},{types[t]},{task_types[k]},{sid},{s},{d},{w}\n" for m, i, n, t, k, sid, s, d, w in rows]
             )
             continue
         rows = zip(
-            part["model_id"].tolist(), part["iteration_id"].tolist(), part["name"].tolist(), part["op_type"].tolist(),
-            part["task_type"].tolist(), part["stream_id"].tolist(),
+            *fixed,
             (start // 1000).tolist(), (start % 1000).tolist(), (dur // 1000).tolist(), (dur % 1000).tolist(),
             (wait // 1000).tolist(), (wait % 1000).tolist(),
         )
-        fr = _FRACTION
         yield "".join(
             [
                 f"{device},{m},{i},{names[n]},{types[t]},{task_types[k]},{sid},{a}.{fr[b]},{c}.{fr[d]},{e}.{fr[f]}\n"

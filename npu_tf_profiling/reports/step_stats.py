@@ -152,18 +152,20 @@ def device_nodes(dev: Any, name_codes: dict[str, int]) -> DeviceNodes:
         if code is None:
             code = name_codes[name] = len(name_codes)
             new_names.append((code, index))
-        extend((code, node.all_start_nanos, node.all_end_rel_nanos, node.all_start_micros, node.all_end_rel_micros, node.thread_id))
-    table = np.fromiter(flat, dtype=np.int64, count=len(flat)).reshape(-1, 6)
-    code, start_nanos, end_rel_nanos, start_micros, end_rel_micros, thread = table.T
-    has_nanos = start_nanos != 0
-    start = np.where(has_nanos, start_nanos, start_micros * 1000)
-    end = start + np.where(has_nanos, end_rel_nanos, end_rel_micros * 1000)
+        extend((code, node.all_start_nanos, node.all_end_rel_nanos, node.thread_id))
+    table = np.fromiter(flat, dtype=np.int64, count=len(flat)).reshape(-1, 4)
+    code, start, end_rel, thread = (np.ascontiguousarray(c) for c in table.T)
+    no_nanos = np.flatnonzero(start == 0)
+    if len(no_nanos):  # older writers: microseconds only (read for those nodes alone)
+        micros = np.array([(nodes[i].all_start_micros, nodes[i].all_end_rel_micros) for i in no_nanos.tolist()], dtype=np.int64)
+        start[no_nanos] = micros[:, 0] * 1000
+        end_rel[no_nanos] = micros[:, 1] * 1000
     return DeviceNodes(
         device=dev.device,
         name_code=code.astype(np.int32),
         start_ns=start,
-        end_ns=end,
-        thread_id=np.ascontiguousarray(thread),
+        end_ns=start + end_rel,
+        thread_id=thread,
         thread_names=dict(dev.thread_names),
         new_names=new_names,
         nodes=nodes,

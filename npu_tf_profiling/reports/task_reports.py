@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 import warnings
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -36,6 +38,8 @@ class TaskReportResult:
     paths: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tasks: int = 0
+    # seconds per phase: "read" (decode + task table), "task_time", "summaries", "timeline"
+    timings: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 def has_task_data(prof_dir: Path | str) -> bool:
@@ -141,25 +145,36 @@ def write_task_files(
     writer = mt.SplitTimelineWriter(out_dir, timestamp, timeline_budget_bytes)
     summaries: list[pd.DataFrame] = []
     statistics: list[pd.DataFrame] = []
+    timings = result.timings
     try:
         csv_file.handle.write(ops.task_time_header())
+        clock = time.perf_counter()
         max_tid = mt.add_step_trace(writer, step_trace_events(step_table)) if len(step_table) else {}
+        timings["timeline"] += time.perf_counter() - clock
         for device in devices:
+            clock = time.perf_counter()
             try:
                 table = load_device_tasks(
                     device.device_dir, device.device_id, device.info, device.trace, _iteration_times(step_table, device.device_id)
                 )
             except OSError as exc:
                 raise BadInputError(f"{device.device_dir}: cannot read {layout.TASK_TRACE_FILE}: {exc}") from exc
+            timings["read"] += time.perf_counter() - clock
             if table is None:
                 continue
+            clock = time.perf_counter()
             for text in ops.task_time_lines(table):
                 csv_file.handle.write(text)
+            timings["task_time"] += time.perf_counter() - clock
+            clock = time.perf_counter()
             summaries.append(ops.op_summary_frame(table))
             statistics.append(ops.op_statistic_frame(table))
+            timings["summaries"] += time.perf_counter() - clock
+            clock = time.perf_counter()
             if not writer.has_process(table.device_id):
                 writer.add_process(table.device_id, mt.process_events(table.device_id))
             mt.add_tasks(writer, table, max_tid.get(table.device_id, 0) + 1)
+            timings["timeline"] += time.perf_counter() - clock
             result.tasks += len(table)
             result.notes.append(_device_note(table))
             del table
@@ -175,7 +190,9 @@ def write_task_files(
                 handle.abort()
                 raise
             result.paths.append(handle.commit())
+        clock = time.perf_counter()
         parts = writer.finish()
+        timings["timeline"] += time.perf_counter() - clock
     except BaseException:
         csv_file.abort()
         writer.abort()

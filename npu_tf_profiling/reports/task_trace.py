@@ -261,15 +261,15 @@ class TaskTrace:
     frame): model_id, run, step, run_start_us, run_end_us, offset, has_gpu.
     Per node: ``record``, ``device`` (code into ``devices``), ``thread``,
     ``name`` (code into ``names``), ``start_ns``/``end_ns`` (epoch ns).
-    ``label_types`` maps a name code to the op type in the timeline_label of
-    its first occurrence (None when unparseable).
+    ``labels`` holds, per name code, the timeline_label of the name's first
+    occurrence (parsed by ``label_type`` only for names graph_ops lacks).
     """
 
     path: Path
     records: pd.DataFrame
     names: list[str]
     devices: list[str]
-    label_types: list[Optional[str]]
+    labels: list[str]
     thread_names: dict[tuple[int, int], str]
     record: np.ndarray
     device: np.ndarray
@@ -282,6 +282,10 @@ class TaskTrace:
     @property
     def node_count(self) -> int:
         return int(self.name.shape[0])
+
+    def label_type(self, code: int) -> Optional[str]:
+        """The op type in the first timeline_label of name ``code`` (None when unparseable)."""
+        return op_type_from_label(self.labels[code], self.names[code])
 
 
 RECORD_COLUMNS = ["record", "offset", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, layout.K_RUN_START, layout.K_RUN_END, "has_gpu"]
@@ -299,7 +303,7 @@ def read_task_trace(path: Union[Path, str]) -> TaskTrace:
     """Decode a task_trace.bin into a ``TaskTrace`` (torn/corrupt parts skipped with a warning)."""
     path = Path(path)
     name_codes: dict[str, int] = {}
-    label_types: list[Optional[str]] = []
+    labels: list[str] = []
     device_codes: dict[str, int] = {}
     thread_names: dict[tuple[int, int], str] = {}
     rec_rows: list[tuple] = []
@@ -319,8 +323,7 @@ def read_task_trace(path: Union[Path, str]) -> TaskTrace:
         for dev in message.dev_stats:
             cols = step_stats.device_nodes(dev, name_codes)
             for code, index in cols.new_names:
-                label_types.append(op_type_from_label(cols.nodes[index].timeline_label, cols.nodes[index].node_name))
-                assert len(label_types) == code + 1
+                labels.append(cols.nodes[index].timeline_label)
             dcode = device_codes.setdefault(cols.device, len(device_codes))
             has_gpu = has_gpu or is_gpu_device(cols.device)
             for tid, tname in cols.thread_names.items():
@@ -350,7 +353,7 @@ def read_task_trace(path: Union[Path, str]) -> TaskTrace:
     for dev_name, code in device_codes.items():
         devices[code] = dev_name
     return TaskTrace(
-        path=path, records=records, names=names, devices=devices, label_types=label_types,
+        path=path, records=records, names=names, devices=devices, labels=labels,
         thread_names=thread_names, skipped=skipped, **arrays,
     )
 
@@ -535,7 +538,7 @@ def build_task_table(
         used = np.unique(name[in_model])
         table = np.zeros(n_names, dtype=np.int32)
         for code in used.tolist():
-            t = ops.get(names[code]) or trace.label_types[code] or UNKNOWN_OP_TYPE
+            t = ops.get(names[code]) or trace.label_type(code) or UNKNOWN_OP_TYPE
             table[code] = type_codes.setdefault(t, len(type_codes))
         op_type[in_model] = table[name[in_model]]
     op_types = [""] * len(type_codes)
@@ -577,29 +580,32 @@ def build_task_table(
         stream_of_track[i] = int(match.group(1)) if match else tid
     track = track.astype(np.int32)
 
-    # --- Task Wait, then rows by Model ID, Iteration ID, start --------------------------------
-    rec_iter = records["iteration_id"].to_numpy(dtype="float64", na_value=np.nan)
-    iteration = rec_iter[rec].astype(np.int64) if len(rec) else np.zeros(0, np.int64)
-    wait = _task_wait(rec, track, start, end)
-    order = np.lexsort((track, start, rec, iteration, model))
+    # --- rows by Model ID, Iteration ID, start (then track), and Task Wait ---------------------
+    n_rec = len(records)
+    rec_iter = records["iteration_id"].to_numpy(dtype="float64", na_value=np.nan).astype(np.int64) if n_rec else np.zeros(0, np.int64)
+    iteration = rec_iter[rec] if len(rec) else np.zeros(0, np.int64)
+    order = _row_order(rec, start, track, rec_model, rec_iter, records["record"].to_numpy(dtype=np.int64), len(tracks))
+    rec, model, iteration, name, op_type, task_type, track, start, end = (
+        a[order] for a in (rec, model, iteration, name, op_type, task_type, track, start, end)
+    )
     frame = pd.DataFrame(
         {
-            "record": rec[order].astype(np.int64),
-            "model_id": model[order],
-            "iteration_id": iteration[order],
-            "name": name[order],
-            "op_type": op_type[order],
-            "task_type": task_type[order],
-            "track": track[order],
-            "stream_id": stream_of_track[track[order]] if len(order) else np.zeros(0, np.int64),
-            "start_ns": start[order],
-            "end_ns": end[order],
-            "wait_ns": wait[order],
-        }
+            "record": rec.astype(np.int64),
+            "model_id": model,
+            "iteration_id": iteration,
+            "name": name,
+            "op_type": op_type,
+            "task_type": task_type,
+            "track": track,
+            "stream_id": stream_of_track[track] if len(track) else np.zeros(0, np.int64),
+            "start_ns": start,
+            "end_ns": end,
+            "wait_ns": _task_wait(rec, track, start, end, len(tracks)),
+        },
+        copy=False,
     )
 
-    counts = frame.groupby("record").size()
-    records["n_tasks"] = counts.reindex(records["record"]).fillna(0).astype("int64").to_numpy()
+    records["n_tasks"] = np.bincount(rec, minlength=n_rec)[:n_rec].astype(np.int64) if n_rec else np.zeros(0, np.int64)
     records["iteration_time_us"] = _iteration_times(records, iteration_times)
     iterations = records[
         ["record", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, "iteration_id", layout.K_RUN_START, layout.K_RUN_END,
@@ -611,23 +617,47 @@ def build_task_table(
     )
 
 
-def _task_wait(rec: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Idle gap before each task on its track within its record (see the module doc)."""
+def _row_order(rec, start, track, rec_model, rec_iter, rec_index, n_tracks) -> np.ndarray:
+    """Row order by (model, iteration, record, start, track), with one integer sort when the key fits.
+
+    ``rec`` is non-decreasing (nodes are read record by record), so each
+    record's earliest start comes from one ``minimum.reduceat``; start times
+    relative to it, the record's rank and the track pack into one int64.
+    """
+    n = len(rec)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    rank = np.empty(len(rec_model), dtype=np.int64)
+    rank[np.lexsort((rec_index, rec_iter, rec_model))] = np.arange(len(rec_model))
+    if np.all(rec[1:] >= rec[:-1]):
+        bounds = np.flatnonzero(np.r_[True, rec[1:] != rec[:-1]])
+        rec_min = np.zeros(len(rec_model), dtype=np.int64)
+        rec_min[rec[bounds]] = np.minimum.reduceat(start, bounds)
+        rel = start - rec_min[rec]
+        bits_rank = max(int(len(rec_model) - 1).bit_length(), 1)
+        bits_rel = max(int(rel.max()).bit_length(), 1)
+        bits_track = max(int(n_tracks - 1).bit_length(), 1)
+        if bits_rank + bits_rel + bits_track <= 62:
+            key = ((rank[rec] << bits_rel) | rel) << bits_track | track.astype(np.int64)
+            return np.argsort(key, kind="stable")
+    return np.lexsort((track, start, rank[rec]))
+
+
+def _task_wait(rec: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray, n_tracks: int) -> np.ndarray:
+    """Idle gap before each task on its track within its record (see the module doc).
+
+    Rows must be in start order within each (record, track): then the latest
+    end before a row is the running maximum of ``end`` in its group, shifted by one.
+    """
     if len(rec) == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((start, track, rec))
-    r, t, s, e = rec[order], track[order], start[order], end[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (r[1:] != r[:-1]) | (t[1:] != t[:-1])
-    group = np.cumsum(first) - 1
-    running_end = pd.Series(e).groupby(group).cummax().to_numpy()
-    prev_end = np.empty_like(running_end)
-    prev_end[0] = 0
-    prev_end[1:] = running_end[:-1]
-    wait = np.where(first, 0, np.maximum(s - prev_end, 0))
-    out = np.empty(len(order), dtype=np.int64)
-    out[order] = wait
-    return out
+    group = rec.astype(np.int64) * max(n_tracks, 1) + track
+    grouped = pd.Series(end, copy=False).groupby(group, sort=False)
+    running_end = grouped.cummax()
+    none = np.iinfo(np.int64).min  # int64 throughout: epoch ns do not fit a float64 exactly
+    prev = running_end.groupby(group, sort=False).shift(1, fill_value=none).to_numpy(dtype=np.int64)
+    first = prev == none
+    return np.where(first, 0, np.maximum(start - np.where(first, 0, prev), 0))
 
 
 def _iteration_times(records: pd.DataFrame, iteration_times: Optional[pd.DataFrame]) -> np.ndarray:

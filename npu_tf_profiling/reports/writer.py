@@ -80,6 +80,7 @@ class ReportPaths(list):
     def __init__(self, paths: Optional[list[Path]] = None, notes: Optional[list[str]] = None) -> None:
         super().__init__(paths or [])
         self.notes: list[str] = list(notes or [])
+        self.timings: dict[str, float] = {}  # seconds per phase of the task files (benchmarks)
 
 
 def write_all_reports(
@@ -116,4 +117,5 @@ def write_all_reports(
         result = task_reports.write_task_files(prof_dir, data, ts, budget)
         out.extend(result.paths)
         out.notes.extend(result.notes)
+        out.timings = dict(result.timings)
     return out
