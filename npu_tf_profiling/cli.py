@@ -23,12 +23,14 @@ SUBCOMMANDS: dict[str, str] = {
     "points": "npu_tf_profiling.graph_points.command",
     "report": "npu_tf_profiling.reports.command_report",
     "summary": "npu_tf_profiling.reports.command_summary",
+    "cluster": "npu_tf_profiling.reports.command_cluster",
 }
 
 SUBCOMMAND_HELP: dict[str, str] = {
     "points": "find fp/bp/GetNext/all-reduce/iteration-end points in a saved graph",
     "report": "(re)build step_trace CSV/JSON reports from a PROF_* folder's raw data",
     "summary": "print a short summary of a PROF_* folder (where the iteration time goes)",
+    "cluster": "merge every rank of a multi-worker run: cluster step trace, slow ranks, one timeline",
 }
 
 

@@ -1,0 +1,176 @@
+"""Find every rank of a multi-worker run and read its step trace (the cluster analysis' input).
+
+Every worker profiles into the shared output folder on its own:
+``OUTPUT_DIR/PROF_<pid>_<time>_<id>/device_<rank>/``. The rank is the device id
+the runtime chose (``DEVICE_ID``, ``RANK_ID``, or the ``TF_CONFIG`` task: chief
+first, then workers). A cluster is every ``device_*`` folder found under
+OUTPUT_DIR: in its ``PROF_*`` folders, or in sub-folders of it up to
+``MAX_DEPTH`` levels down (one folder per host, copied together), never in
+``cluster_analysis_output``.
+
+Each rank's records go through the same reader and step-trace formulas as the
+single-device reports (``raw``, ``step_trace``), so a cluster row and the rank's
+own ``step_trace_*.csv`` row always agree. All ranks share one table
+(``Device_id`` = rank) with the Reduce pairs padded to the widest rank.
+
+Nothing is dropped silently: torn lines are counted (``raw``), a rank folder
+without records is kept in ``empty_ranks``, a rank whose Iteration IDs are
+run counters (not the global step, so they may not line up with the others)
+gets a note, and two folders claiming one rank are an error.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from npu_tf_profiling import layout
+from npu_tf_profiling.reports import raw as raw_mod
+from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
+
+CLUSTER_OUTPUT_DIR = "cluster_analysis_output"
+MAX_DEPTH = 3
+
+
+@dataclass
+class RankData:
+    """One rank: where its data is and what was read."""
+
+    rank: int
+    prof_dir: Path
+    device_dir: Path
+    info: dict[str, Any]
+    trace: Optional[raw_mod.TraceRead]
+
+    @property
+    def host(self) -> Optional[str]:
+        value = self.info.get("host")
+        return value if isinstance(value, str) else None
+
+    @property
+    def pid(self) -> Optional[int]:
+        value = self.info.get("pid")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def rows(self) -> int:
+        return 0 if self.trace is None else len(self.trace.frame)
+
+
+@dataclass
+class ClusterData:
+    """Every rank found under ``root``; ``table`` holds the ranks that have records."""
+
+    root: Path
+    ranks: list[RankData]  # with iteration records, by rank
+    empty_ranks: list[RankData]  # device folders without any record (killed early, trace off...)
+    table: st.StepTraceTable
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return [r.rank for r in self.ranks]
+
+    @property
+    def all_rank_ids(self) -> list[int]:
+        return sorted(self.rank_ids + [r.rank for r in self.empty_ranks])
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(r.trace.skipped_count for r in self.ranks + self.empty_ranks if r.trace is not None)
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({r.host for r in self.ranks if r.host})
+
+
+def _is_prof_dir(path: Path) -> bool:
+    return path.name.startswith(layout.PROF_DIR_PREFIX) or bool(layout.device_dirs(path))
+
+
+def find_prof_dirs(root: Path | str) -> list[Path]:
+    """Every PROF folder at or below ``root`` (up to ``MAX_DEPTH`` levels), sorted by path.
+
+    Raises ``BadInputError`` for a missing path, a file, or a device folder.
+    """
+    root = Path(root)
+    if not root.exists():
+        raise BadInputError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise BadInputError(f"{root}: not a folder")
+    if root.name.startswith(layout.DEVICE_DIR_PREFIX) and not layout.device_dirs(root):
+        raise BadInputError(f"{root}: a device folder; give the folder holding the PROF_* folders ({root.parent.parent})")
+    if _is_prof_dir(root):
+        return [root]
+    found: list[Path] = []
+    base_depth = len(root.parts)
+    for current, dirs, _files in os.walk(root):
+        here = Path(current)
+        dirs[:] = sorted(d for d in dirs if d != CLUSTER_OUTPUT_DIR and not d.startswith(layout.DEVICE_DIR_PREFIX))
+        if here != root and _is_prof_dir(here):
+            found.append(here)
+            dirs[:] = []
+        elif len(here.parts) - base_depth >= MAX_DEPTH:
+            dirs[:] = []
+    return sorted(found)
+
+
+def load_cluster(root: Path | str) -> ClusterData:
+    """Read every rank under ``root`` and build the cluster's step-trace table.
+
+    Raises ``BadInputError`` (exit 2) for a bad path, unreadable data or two
+    folders claiming one rank; ``NothingFoundError`` (exit 3) when no PROF
+    folder or no iteration record exists.
+    """
+    root = Path(root)
+    prof_dirs = find_prof_dirs(root)
+    if not prof_dirs:
+        raise NothingFoundError(
+            f"{root}: no {layout.PROF_DIR_PREFIX}* folders (expected {layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/"
+            f"{layout.DEVICE_DIR_PREFIX}<rank>/ from each worker)"
+        )
+    by_rank: dict[int, RankData] = {}
+    claims: dict[int, list[Path]] = {}
+    for prof_dir in prof_dirs:
+        for device_dir in layout.device_dirs(prof_dir):
+            try:
+                device = raw_mod.read_device(device_dir)
+            except OSError as exc:
+                raise BadInputError(f"{device_dir}: cannot read raw data: {exc}") from exc
+            claims.setdefault(device.device_id, []).append(device_dir)
+            by_rank[device.device_id] = RankData(device.device_id, prof_dir, device_dir, device.info, device.trace)
+    clashes = {rank: dirs for rank, dirs in claims.items() if len(dirs) > 1}
+    if clashes:
+        shown = "; ".join(f"rank {rank}: " + ", ".join(str(d) for d in dirs) for rank, dirs in sorted(clashes.items()))
+        raise BadInputError(
+            f"{root}: several folders claim the same rank ({shown}). Give a folder holding one run "
+            "(move older runs' PROF_* folders elsewhere), or set DEVICE_ID/RANK_ID per worker"
+        )
+    ranks, empty = [], []
+    for rank in sorted(by_rank):
+        data = by_rank[rank]
+        (ranks if data.rows else empty).append(data)
+    notes: list[str] = []
+    for data in empty:
+        reason = "no training_trace file" if data.trace is None else "no readable iteration record"
+        notes.append(f"rank {data.rank} ({data.device_dir}): {reason}; all its steps count as missing")
+        warnings.warn(f"{data.device_dir}: rank {data.rank} has {reason}", RawDataWarning, stacklevel=2)
+    if not ranks:
+        raise NothingFoundError(f"{root}: no iteration records in any rank ({len(empty)} rank folder(s) found)")
+    all_ids = sorted(by_rank)
+    gaps = sorted(set(range(all_ids[0], all_ids[-1] + 1)) - set(all_ids))
+    if gaps:
+        notes.append(f"no folder for rank(s) {', '.join(map(str, gaps))} between the ranks found (a worker that never started profiling?)")
+    for data in ranks:
+        by_run = sorted(m for m, source in data.trace.id_source.items() if source == raw_mod.ID_FROM_RUN)
+        if by_run and len(ranks) > 1:
+            notes.append(
+                f"rank {data.rank}: Iteration IDs of model(s) {', '.join(map(str, by_run))} are run counters, "
+                "not the global step, so they may not line up with the other ranks"
+            )
+    n_reduce = max(st.max_reduce_groups(d.trace.frame) for d in ranks)
+    tables = [st.compute_step_trace(d.trace.frame, d.rank, n_reduce) for d in ranks]
+    return ClusterData(root=root, ranks=ranks, empty_ranks=empty, table=st.concat_tables(tables), notes=notes)

@@ -1,0 +1,220 @@
+"""``cluster_step_trace_time.csv``: where each rank's iteration time goes, in the msprof-analyze format.
+
+One row per (step, rank) (``Type`` = ``rank``, ``Index`` = the rank), then,
+per step, one ``stage`` row holding the maximum of each column over the ranks
+that have the step (``Index`` lists them, e.g. ``(0, 1, 2)``), as msprof-analyze
+writes for a rank group; here the group is the whole data-parallel job. A step
+missing on some rank is visible there: its ``Index`` lacks that rank.
+
+Columns (µs, whole numbers; ``N/A`` when unknown). The first twelve are
+msprof-analyze's; it derives them from per-op task times, which a step trace
+does not have, so here they come from the step-trace points of the iteration
+window [previous Iteration End, Iteration End] (FP Start for a first
+iteration, as Iteration Time does):
+
+=============================================== ===========================================================
+``Step``                                         Iteration ID (the global step: it lines up across ranks)
+``Type`` / ``Index``                             ``rank`` / rank id, or ``stage`` / ``(ranks...)``
+``Computing``                                    FP Start -> BP End (forward + backward), plus the time
+                                                 after BP End not covered by an all-reduce (optimizer update)
+``Communication(Not Overlapped)``                ``Communication`` - ``Overlapped``
+``Overlapped``                                   all-reduce time inside FP Start -> BP End (hidden behind
+                                                 the backward pass, e.g. Horovod's per-layer reduces)
+``Communication``                                union of the Reduce Start -> End intervals of all groups
+``Free``                                         the rest of the iteration: ``Iteration Time`` - Computing -
+                                                 Communication(Not Overlapped); normally the Data Aug Bound
+``Stage``                                        Computing + Communication(Not Overlapped) + Free - Bubble
+                                                 (= Iteration Time)
+``Bubble``                                       pipeline receive time: 0 (data parallel, no pipeline stages)
+``Communication(Not Overlapped and Exclude      = Communication(Not Overlapped) (no receive ops)
+Receive)``
+``Preparing``                                    iteration start -> its first traced op (GetNext Start,
+                                                 else FP Start); N/A for a first iteration
+``Data Aug Bound`` / ``Iteration Time`` /        as in the rank's step_trace CSV (REFERENCE §4)
+``FP to BP Time``
+``Reduce``                                       summed Reduce Duration over the groups (how long this rank
+                                                 sat in all-reduces: waiting ranks show long ones)
+``Model ID``                                     the rank's graph (one per distinct training graph)
+=============================================== ===========================================================
+
+Everything is computed column-wise with numpy/pandas over all ranks at once.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling.reports import step_trace as st
+
+CSV_NAME = "cluster_step_trace_time.csv"
+
+STEP = "Step"
+TYPE = "Type"
+INDEX = "Index"
+COMPUTING = "Computing"
+COMM_NOT_OVERLAPPED = "Communication(Not Overlapped)"
+OVERLAPPED = "Overlapped"
+COMMUNICATION = "Communication"
+FREE = "Free"
+STAGE = "Stage"
+BUBBLE = "Bubble"
+COMM_NOT_OVERLAPPED_EXCL_RECEIVE = "Communication(Not Overlapped and Exclude Receive)"
+PREPARING = "Preparing"
+DATA_AUG_BOUND = "Data Aug Bound"
+ITERATION_TIME = "Iteration Time"
+FP_TO_BP = "FP to BP Time"
+REDUCE = "Reduce"
+MODEL_ID = "Model ID"
+
+TYPE_RANK = "rank"
+TYPE_STAGE = "stage"
+
+VALUE_COLUMNS = [
+    COMPUTING,
+    COMM_NOT_OVERLAPPED,
+    OVERLAPPED,
+    COMMUNICATION,
+    FREE,
+    STAGE,
+    BUBBLE,
+    COMM_NOT_OVERLAPPED_EXCL_RECEIVE,
+    PREPARING,
+    DATA_AUG_BOUND,
+    ITERATION_TIME,
+    FP_TO_BP,
+    REDUCE,
+]
+COLUMNS = [STEP, TYPE, INDEX] + VALUE_COLUMNS + [MODEL_ID]
+
+
+def _f(series: pd.Series) -> np.ndarray:
+    """A nullable Int64 column as float64 with NaN."""
+    return series.astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per row, the length of the union of intervals [starts[:, k], ends[:, k]] clipped to [lo, hi].
+
+    ``starts``/``ends``: (rows, k) float arrays, NaN for a missing interval; an
+    interval that is empty after clipping counts 0. Rows whose ``lo`` or ``hi``
+    is NaN give NaN. One pass over k (a sweep over the intervals sorted by start).
+    """
+    n = starts.shape[0]
+    out = np.full(n, np.nan)
+    known = ~(np.isnan(lo) | np.isnan(hi))
+    if starts.shape[1] == 0:
+        out[known] = 0.0
+        return out
+    with np.errstate(invalid="ignore"):
+        s = np.clip(starts, lo[:, None], hi[:, None])
+        e = np.clip(ends, lo[:, None], hi[:, None])
+        valid = ~(np.isnan(s) | np.isnan(e)) & (e > s)
+    s = np.where(valid, s, np.inf)
+    e = np.where(valid, e, np.inf)
+    order = np.argsort(s, axis=1, kind="stable")
+    s = np.take_along_axis(s, order, axis=1)
+    e = np.take_along_axis(e, order, axis=1)
+    total = np.zeros(n)
+    cur_s, cur_e = s[:, 0].copy(), e[:, 0].copy()
+    for k in range(1, s.shape[1]):
+        sk, ek = s[:, k], e[:, k]
+        new = sk > cur_e  # inf > inf is False: missing intervals never open a segment
+        closed = new & np.isfinite(cur_e)
+        total[closed] += cur_e[closed] - cur_s[closed]
+        cur_s = np.where(new, sk, cur_s)
+        cur_e = np.where(new, ek, np.maximum(cur_e, ek))
+    last = np.isfinite(cur_e)
+    total[last] += cur_e[last] - cur_s[last]
+    out[known] = total[known]
+    return out
+
+
+def rank_rows(table: st.StepTraceTable) -> pd.DataFrame:
+    """One row per (model, step, rank): the ``COLUMNS`` values (float µs, NaN unknown).
+
+    Sorted by Model ID, Step, rank; ``Index`` holds the rank as an int.
+    """
+    frame = table.frame
+    end = _f(frame[st.ITERATION_END])
+    it_time = _f(frame[st.ITERATION_TIME])
+    fp = _f(frame[st.FP_START])
+    bp = _f(frame[st.BP_END])
+    start = end - it_time
+    k = table.n_reduce
+    if k:
+        rs = np.column_stack([_f(table.reduce_start(i)) for i in range(k)])
+        rd = np.column_stack([_f(table.reduce_duration(i)) for i in range(k)])
+        reduce_total = np.where(np.isnan(rd).all(axis=1), np.nan, np.nansum(rd, axis=1)) if len(frame) else np.zeros(0)
+    else:
+        rs = rd = np.zeros((len(frame), 0))
+        reduce_total = np.full(len(frame), np.nan)
+    re = rs + rd
+    communication = union_length(rs, re, start, end)
+    overlapped = union_length(rs, re, np.maximum(fp, start), bp)
+    comm_after_bp = union_length(rs, re, bp, end)
+    computing = (bp - fp) + (end - bp) - comm_after_bp
+    not_overlapped = communication - overlapped
+    free = it_time - computing - not_overlapped
+    has_previous = table.has_previous.to_numpy(dtype=bool)
+    first_op = np.where(np.isnan(_f(frame[st.GETNEXT_START])), fp, _f(frame[st.GETNEXT_START]))
+    preparing = np.where(has_previous, np.maximum(first_op - start, 0.0), np.nan)
+    out = pd.DataFrame(
+        {
+            STEP: frame[st.ITERATION_ID_COL].astype("int64").to_numpy(),
+            TYPE: TYPE_RANK,
+            INDEX: frame[st.DEVICE_ID].astype("int64").to_numpy(),
+            COMPUTING: computing,
+            COMM_NOT_OVERLAPPED: not_overlapped,
+            OVERLAPPED: overlapped,
+            COMMUNICATION: communication,
+            FREE: free,
+            STAGE: computing + not_overlapped + free,
+            BUBBLE: np.where(np.isnan(it_time), np.nan, 0.0),
+            COMM_NOT_OVERLAPPED_EXCL_RECEIVE: not_overlapped,
+            PREPARING: preparing,
+            DATA_AUG_BOUND: _f(frame[st.DATA_AUG_BOUND]),
+            ITERATION_TIME: it_time,
+            FP_TO_BP: _f(frame[st.FP_TO_BP]),
+            REDUCE: reduce_total,
+            MODEL_ID: frame[st.MODEL_ID].astype("int64").to_numpy(),
+        }
+    )
+    return out.sort_values([MODEL_ID, STEP, INDEX], kind="mergesort").reset_index(drop=True)
+
+
+def _index_label(ranks: Sequence[int]) -> str:
+    return "(" + ", ".join(str(r) for r in ranks) + ")"
+
+
+def stage_rows(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, step): the max of each value column over the ranks that have the step."""
+    if ranks.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    grouped = ranks.groupby([MODEL_ID, STEP], sort=True)
+    maxima = grouped[VALUE_COLUMNS].max().reset_index()
+    members = grouped[INDEX].agg(lambda s: _index_label(sorted(s.tolist()))).reset_index(drop=True)
+    maxima[TYPE] = TYPE_STAGE
+    maxima[INDEX] = members.to_numpy()
+    return maxima[COLUMNS]
+
+
+def cluster_step_trace_time(table: st.StepTraceTable) -> pd.DataFrame:
+    """Rank rows and stage rows interleaved: per step, its ranks then its stage row."""
+    ranks = rank_rows(table)
+    stages = stage_rows(ranks)
+    ranks = ranks.assign(_order=0, _rank=ranks[INDEX])
+    ranks[INDEX] = ranks[INDEX].astype(str)
+    stages = stages.assign(_order=1, _rank=0)
+    both = pd.concat([ranks, stages], ignore_index=True)
+    both = both.sort_values([MODEL_ID, STEP, "_order", "_rank"], kind="mergesort").reset_index(drop=True)
+    return both[COLUMNS]
+
+
+def to_csv(rows: pd.DataFrame) -> str:
+    """CSV text: whole µs, ``N/A`` for unknown values."""
+    out = rows.copy()
+    for col in VALUE_COLUMNS:
+        out[col] = np.floor(out[col].astype("float64") + 0.5).astype("Int64")
+    return out.to_csv(index=False, na_rep=st.NA, lineterminator="\n")

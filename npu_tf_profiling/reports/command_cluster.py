@@ -1,0 +1,55 @@
+"""``npu-tf-prof cluster OUTPUT_DIR``: merge every rank's data and say which rank is slow.
+
+OUTPUT_DIR is the folder the workers profiled into (holding their PROF_*
+folders; sub-folders per host are searched too). Writes
+``OUTPUT_DIR/cluster_analysis_output/`` (or ``--output-dir``): the msprof-analyze
+style ``cluster_step_trace_time.csv``, ``slow_rank.json`` + ``slow_rank.txt``
+and ``cluster_timeline.json``; prints the verdict (``--json``: slow_rank.json)
+on stdout and the written files on stderr. Missing steps are reported, and do
+not fail the command. Exit codes: 0 written, 2 bad input (missing path, a
+device folder, two folders claiming one rank, unreadable data), 3 no
+iteration records. Never imports TensorFlow.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from npu_tf_profiling.reports import cluster_timeline as ctl
+from npu_tf_profiling.reports import slow_rank as sr
+from npu_tf_profiling.reports._cli_common import EXIT_OK, warnings_to
+from npu_tf_profiling.reports.cluster_analysis import write_cluster_analysis
+from npu_tf_profiling.reports.errors import ReportError
+
+PROG = "npu-tf-prof cluster"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="OUTPUT_DIR", help="the output folder holding every rank's PROF_* folder")
+    parser.add_argument("--output-dir", metavar="DIR", help="where to write (default: OUTPUT_DIR/cluster_analysis_output)")
+    parser.add_argument("--json", action="store_true", help="print slow_rank.json instead of the text verdict")
+    parser.add_argument("--align", choices=ctl.ALIGN_CHOICES, default=ctl.ALIGN_AUTO,
+                        help="timeline clocks: auto (shift only across hosts), none, reduce (always shift)")
+    parser.add_argument("--no-tasks", action="store_true", help="leave task_trace tasks out of the timeline")
+    parser.add_argument("--min-share", type=float, default=sr.Settings.min_share,
+                        help="share of steps that makes a rank consistently slow / waited for (default 0.5)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.min_share <= 1:
+        sys.stderr.write(f"{PROG}: error: --min-share must be in (0, 1], not {args.min_share}\n")
+        return 2
+    settings = sr.Settings(min_share=args.min_share)
+    with warnings_to(PROG, sys.stderr):
+        try:
+            analysis = write_cluster_analysis(args.path, args.output_dir, settings, args.align, with_tasks=not args.no_tasks)
+        except ReportError as exc:
+            sys.stderr.write(f"{PROG}: error: {exc}\n")
+            return exc.exit_code
+        except OSError as exc:
+            sys.stderr.write(f"{PROG}: error: {exc}\n")
+            return 2
+    sys.stdout.write(analysis.report.to_json() if args.json else analysis.report.verdict)
+    for path in analysis.paths:
+        sys.stderr.write(f"{PROG}: wrote {path}\n")
+    return EXIT_OK
