@@ -27,11 +27,12 @@ Targets (issue 5): 5M tasks in < 60 s, peak memory < 4 GB, >= 5x faster per
 step than timeline.py.
 
 Usage:
-    .venv/bin/python benchmarks/report_speed.py [--iterations 1000] [--ops 5000] [--rounds 3] [--tf-steps 5]
+    .venv/bin/python benchmarks/report_speed.py [--iterations 1000] [--ops 5000] [--rounds 3] [--tf-steps 5] [--one-thread-id]
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -127,6 +128,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tf-steps", type=int, default=5)
+    parser.add_argument(
+        "--one-thread-id", action="store_true",
+        help="record every op with thread id 0, as TF 2.x does on CPU: the --threads concurrent chains then "
+             "overlap on one track and the timeline needs lanes",
+    )
     parser.add_argument("--workdir", help="where to write the synthetic PROF folder (default: a temp folder, removed)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     args = parser.parse_args()
@@ -134,12 +140,16 @@ def main() -> int:
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="report_speed_"))
     try:
         started = time.perf_counter()
-        run = write_synthetic_prof_dir(root, args.iterations, layered_ops(args.ops, threads=args.threads))
+        ops = layered_ops(args.ops, threads=args.threads)
+        if args.one_thread_id:
+            ops = [dataclasses.replace(op, thread=0) for op in ops]
+        run = write_synthetic_prof_dir(root, args.iterations, ops)
         synth = time.perf_counter() - started
         raw_mb = layout.task_trace_path(run.prof_dir, 0).stat().st_size / 2**20
         tasks = args.iterations * args.ops
         print(f"python {platform.python_version()}, {os.cpu_count()} CPUs; synthesised {args.iterations} iterations x "
-              f"{args.ops} ops = {tasks:,} tasks in {synth:.1f} s (task_trace.bin {raw_mb:.0f} MiB)")
+              f"{args.ops} ops = {tasks:,} tasks on {1 if args.one_thread_id else args.threads} thread id(s) "
+              f"in {synth:.1f} s (task_trace.bin {raw_mb:.0f} MiB)")
 
         rounds = []
         for i in range(args.rounds):

@@ -113,6 +113,9 @@ import sys
 import npu_tf_profiling.reports
 import npu_tf_profiling.reports.command_report, npu_tf_profiling.reports.command_summary
 from npu_tf_profiling.reports import write_step_trace_reports, summarize_prof_dir, validate_chrome_trace
+from npu_tf_profiling.reports import write_all_reports, read_task_trace, load_device_tasks, task_windows
+import npu_tf_profiling.reports.step_stats, npu_tf_profiling.reports.task_trace, npu_tf_profiling.reports.op_summary
+import npu_tf_profiling.reports.msprof_timeline, npu_tf_profiling.reports.task_reports
 from npu_tf_profiling.cli import main
 assert main(["report", {str(prof)!r}]) == 0
 assert main(["summary", {str(prof)!r}, "--json"]) == 0

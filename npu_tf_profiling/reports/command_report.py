@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         except BadInputError as exc:
             sys.stderr.write(f"{PROG}: error: {exc}\n")
             return EXIT_BAD_INPUT
-    if not args.timeline_max_mb or not 0.0625 <= args.timeline_max_mb:
+    if not args.timeline_max_mb >= 0.0625:  # also rejects nan
         sys.stderr.write(f"{PROG}: error: --timeline-max-mb must be at least 0.0625 (64 KiB)\n")
         return EXIT_BAD_INPUT
     budget = int(args.timeline_max_mb * 1024 * 1024)

@@ -263,15 +263,24 @@ def lanes_of_sorted(ts: Sequence[float], end: Sequence[float]) -> list[int]:
 def task_lanes(track: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     """The lane of each task on its track so that no lane holds overlapping spans (float µs space).
 
-    Vectorised check first; the greedy loop runs only on tracks that do overlap.
+    Vectorised check first; the greedy loop (lowest free lane, in start
+    order) runs only on tracks that do overlap.
     """
     lanes = np.zeros(len(track), dtype=np.int64)
     if len(track) == 0:
         return lanes
-    order = np.lexsort((end, ts, track))
-    t_sorted, ts_sorted, end_sorted = track[order], ts[order], end[order]
+    # The task table is in start order per record: a stable sort by track alone (radix on small
+    # ints) usually leaves each track in start order; if not, sort by (track, start, end).
+    small = track.astype(np.int16) if len(track) and int(track.max()) < 2**15 else track
+    order = np.argsort(small, kind="stable")
+    t_sorted, ts_sorted = track[order], ts[order]
     first = np.ones(len(order), dtype=bool)
     first[1:] = t_sorted[1:] != t_sorted[:-1]
+    if np.any(~first[1:] & (ts_sorted[1:] < ts_sorted[:-1])):
+        order = np.lexsort((end, ts, track))
+        t_sorted, ts_sorted = track[order], ts[order]
+        first[1:] = t_sorted[1:] != t_sorted[:-1]
+    end_sorted = end[order]
     group = np.cumsum(first) - 1
     running = pd.Series(end_sorted).groupby(group).cummax().to_numpy()
     prev = np.empty_like(running)
