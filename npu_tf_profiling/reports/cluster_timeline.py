@@ -9,7 +9,7 @@ then whatever the registered *rank sources* add (the tasks, when a rank has
 kind of per-rank data registers one without touching the rest.
 
 One clock: ranks on one host share its clock and are left as they are. Ranks
-on several hosts (clocks that may differ by milliseconds) are shifted onto
+on several hosts (info.json ``host``; clocks that may differ by milliseconds) are shifted onto
 the lowest rank's clock by the median over common steps of the difference of
 their last all-reduce end (a synchronous all-reduce completes at about the
 same moment everywhere), or of Iteration End without Reduce data; ``--align
@@ -40,7 +40,7 @@ RankSource = Callable[[RankData, pd.DataFrame, int, float], tuple[list[chrome_tr
 
 @dataclass
 class ClockAlignment:
-    mode: str  # what was done: "none" (one host, or asked) or "reduce" / "iteration end"
+    mode: str  # "none" (one host, or asked), else what was lined up: "the last all-reduce end" / "Iteration End"
     shifts_us: dict[int, float] = field(default_factory=dict)  # added to each rank's times
     reason: str = ""
 
@@ -56,18 +56,19 @@ def _sync_points(table: st.StepTraceTable) -> tuple[pd.DataFrame, str]:
             last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
         if not np.isnan(last).all():
             return pd.DataFrame({"rank": frame[st.DEVICE_ID].astype(int), "model": frame[st.MODEL_ID].astype(int),
-                                 "step": frame[st.ITERATION_ID_COL].astype(int), "t": last}), "reduce"
+                                 "step": frame[st.ITERATION_ID_COL].astype(int), "t": last}), "the last all-reduce end"
     t = frame[st.ITERATION_END].astype("float64").to_numpy(na_value=np.nan)
     return pd.DataFrame({"rank": frame[st.DEVICE_ID].astype(int), "model": frame[st.MODEL_ID].astype(int),
-                         "step": frame[st.ITERATION_ID_COL].astype(int), "t": t}), "iteration end"
+                         "step": frame[st.ITERATION_ID_COL].astype(int), "t": t}), "Iteration End"
 
 
 def align_clocks(data: ClusterData, mode: str = ALIGN_AUTO) -> ClockAlignment:
     ranks = data.rank_ids
     if mode == ALIGN_NONE:
         return ClockAlignment("none", {r: 0.0 for r in ranks}, "asked for raw clocks")
-    if mode == ALIGN_AUTO and len(data.hosts) <= 1 and all(r.host for r in data.ranks):
-        return ClockAlignment("none", {r: 0.0 for r in ranks}, "all ranks on one host: one clock")
+    if mode == ALIGN_AUTO and len(data.hosts) <= 1:
+        why = "all ranks on one host: one clock" if data.hosts else "hosts unknown (no info.json host): raw clocks"
+        return ClockAlignment("none", {r: 0.0 for r in ranks}, why)
     points, what = _sync_points(data.table)
     wide = points.pivot_table(index=["model", "step"], columns="rank", values="t", aggfunc="first")
     ref = ranks[0]

@@ -329,12 +329,11 @@ def missing_steps(rows: pd.DataFrame, all_ranks: list[int]) -> dict[str, Any]:
             if not lacking:
                 continue
             total += len(lacking)
-            tail = bool(own) and lacking[0] > max(own)
             entry["ranks"][str(rank)] = {
                 "count": len(lacking),
                 "steps": _ranges(lacking),
                 "last_step": max(own) if own else None,
-                "stopped_early": tail or not own,
+                "stopped_early": not own or max(own) < hi,  # the others went on after its last step
             }
         holes = sorted(set(range(lo, hi + 1)) - union)
         if holes:
@@ -496,7 +495,8 @@ def render_text(report: SlowRankReport) -> str:
         per_rank = ", ".join(f"rank {r}: {v:.0%}" for r, v in c["not_overlapped_share_per_rank"].items() if v is not None)
         lines.append(
             f"Communication not overlapped: {c['not_overlapped_share_max_over_ranks']:.0%} of iteration time "
-            f"(per-step max over ranks; {per_rank}); overlapped with compute: {c['overlapped_share_max_over_ranks']:.0%}."
+            f"(per-step max over ranks; {per_rank}); overlapped with compute: {c['overlapped_share_max_over_ranks']:.0%}. "
+            "Communication includes the time a rank waits in the all-reduce for slower ranks."
         )
     sporadic = sorted(report.compute.sporadic + report.input.sporadic, key=lambda s: -s["excess_us"])
     if sporadic:
