@@ -171,6 +171,7 @@ def launch_local_workers(
     timeout: float = 300.0,
     grace: float = 5.0,
     expect_death: int | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[int, int]:
     """Run `workers` local workers of this script; returns {rank: exit code}.
 
@@ -178,7 +179,7 @@ def launch_local_workers(
     forever, so they get `grace` seconds and are then stopped (exit codes of
     stopped workers are negative, as subprocess reports signals). Raises
     RuntimeError (with the log tails) on timeout, or when a worker other than
-    `expect_death` fails.
+    `expect_death` fails. `extra_env` is added to every worker's environment.
     """
     output = Path(output).resolve()
     logs = output / "worker_logs"
@@ -190,6 +191,7 @@ def launch_local_workers(
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": rank}}))
         for name in ("DEVICE_ID", "RANK_ID", "PROFILING_MODE", "PROFILING_OPTIONS"):
             env.pop(name, None)
+        env.update(extra_env or {})
         if via == "env":
             env["PROFILING_MODE"] = "true"
             env["PROFILING_OPTIONS"] = json.dumps({"output": str(output), "training_trace": "on"})

@@ -1,0 +1,172 @@
+"""Real multi-worker training on localhost: MultiWorkerMirroredStrategy Estimator workers as subprocesses.
+
+Each job is started once per module (fixtures) by the sample's launcher
+(samples/multi_worker_profiling.py): free ports, one TF_CONFIG per worker, a
+timeout, and, when a worker dies, the others stopped after a grace period, so
+nothing hangs. Workers import this checkout (PYTHONPATH), not a stale install.
+
+* 2 workers, NPURunConfig: per-rank step traces and the cluster report;
+* 3 workers, env vars, rank 2's input pipeline sleeps: slow in input;
+* 3 workers, NPURunConfig, rank 1's forward pass sleeps: slow in compute;
+* 2 workers, rank 1 killed in step 12 after its all-reduce: missing step.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from npu_tf_profiling.cli import main
+from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from tests.raw_fixtures import assert_step_trace_formulas
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS = 30
+JOB_TIMEOUT_S = 100  # the launcher stops the workers and fails with their logs past this
+pytestmark = pytest.mark.timeout(150)
+
+
+def _sample():
+    spec = importlib.util.spec_from_file_location("multi_worker_profiling", REPO / "samples" / "multi_worker_profiling.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SAMPLE = _sample()
+
+
+def run_job(tmp_path_factory, name: str, workers: int, via: str = "config", extra: list[str] | None = None,
+            expect_death: int | None = None) -> tuple[Path, dict[int, int]]:
+    out = tmp_path_factory.mktemp(name)
+    codes = SAMPLE.launch_local_workers(
+        out, workers, STEPS, via, extra or [], timeout=JOB_TIMEOUT_S, grace=3.0, expect_death=expect_death,
+        extra_env={"PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    return out, codes
+
+
+def rank_folders(out: Path) -> dict[int, Path]:
+    """rank -> its PROF_* folder; each worker wrote exactly one, holding only its own device folder."""
+    found = {}
+    for prof in sorted(out.glob("PROF_*")):
+        (device,) = prof.glob("device_*")
+        found[int(device.name.split("_")[1])] = prof
+    return found
+
+
+def step_trace_csv(prof: Path) -> tuple[list[str], list[list[str]]]:
+    (path,) = (prof / "mindstudio_profiler_output").glob("step_trace_*.csv")
+    with open(path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+def cluster(out: Path, capsys) -> tuple[dict, list[dict[str, str]], str]:
+    assert main(["cluster", str(out)]) == 0
+    printed = capsys.readouterr().out
+    result = out / "cluster_analysis_output"
+    with open(result / "cluster_step_trace_time.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return json.loads((result / "slow_rank.json").read_text()), rows, printed
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    return run_job(tmp_path_factory, "two_workers", 2)
+
+
+@pytest.fixture(scope="module")
+def slow_input(tmp_path_factory):
+    return run_job(tmp_path_factory, "slow_input", 3, via="env", extra=["--slow-rank", "2", "--slow-input-ms", "40"])
+
+
+@pytest.fixture(scope="module")
+def slow_compute(tmp_path_factory):
+    return run_job(tmp_path_factory, "slow_compute", 3, extra=["--slow-rank", "1", "--slow-compute-ms", "40"])
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    return run_job(tmp_path_factory, "killed", 2, extra=["--kill-rank", "1", "--kill-at-step", "12"], expect_death=1)
+
+
+# ------------------------------------------------------------------ 2 workers
+def test_each_rank_traces_every_step_with_its_all_reduce(two_workers):
+    out, codes = two_workers
+    assert codes == {0: 0, 1: 0}
+    folders = rank_folders(out)
+    assert sorted(folders) == [0, 1]
+    ids = {}
+    for rank, prof in folders.items():
+        info = json.loads((prof / f"device_{rank}" / "info.json").read_text())
+        assert info["rank_id"] == rank and info["source"] == "session"
+        (model,) = info["models"].values()
+        assert [t for g in model["all_reduce"] for t in g] == ["CollectiveReduceV2"]
+        header, rows = step_trace_csv(prof)
+        assert header[10:12] == ["Reduce Start(us)", "Reduce Duration(us)"] and len(header) == 15
+        assert len(rows) == STEPS
+        assert_step_trace_formulas(header, rows)
+        for row in rows:
+            fp, end = int(row[2]), int(row[4])
+            reduce_start, reduce_duration = int(row[10]), int(row[11])  # "N/A" would raise: filled
+            assert fp <= reduce_start and reduce_start + reduce_duration <= end, row
+            assert reduce_duration > 0
+        ids[rank] = [int(r[1]) for r in rows]
+    assert ids[0] == ids[1] == list(range(1, STEPS + 1))  # the global step: aligned across ranks
+
+
+def test_two_worker_cluster_report(two_workers, capsys):
+    out, _ = two_workers
+    verdict, rows, printed = cluster(out, capsys)
+    ranks = [r for r in rows if r["Type"] == "rank"]
+    stages = [r for r in rows if r["Type"] == "stage"]
+    assert len(ranks) == 2 * STEPS and len(stages) == STEPS
+    assert {r["Index"] for r in stages} == {"(0, 1)"}
+    assert all(r["Communication"] != "N/A" and int(r["Communication"]) > 0 for r in ranks)
+    assert verdict["ranks"] == [0, 1] and verdict["missing_steps"]["total_missing"] == 0
+    assert "Missing steps: none" in printed
+    events = json.loads((out / "cluster_analysis_output" / "cluster_timeline.json").read_text())
+    assert validate_chrome_trace(events) == []
+    assert {e["pid"] for e in events if e.get("name") == "process_name"} == {0, 1}
+
+
+# ------------------------------------------------------------------ one slow rank of 3
+def test_slow_input_rank_is_named_and_the_others_wait(slow_input, capsys):
+    out, codes = slow_input
+    assert codes == {0: 0, 1: 0, 2: 0}
+    for rank, prof in rank_folders(out).items():
+        assert json.loads((prof / f"device_{rank}" / "info.json").read_text())["source"] == "env"
+    verdict, rows, printed = cluster(out, capsys)
+    assert [(s["rank"], s["causes"], s["makes_others_wait"]) for s in verdict["slow_ranks"]] == [(2, ["input"], True)], printed
+    reduce = {int(r): w["median_reduce_us"] for r, w in verdict["wait"]["ranks"].items()}
+    assert reduce[0] > reduce[2] + 20_000 and reduce[1] > reduce[2] + 20_000, reduce
+    assert "SLOW RANK 2: cause input" in printed
+    assert len([r for r in rows if r["Type"] == "rank"]) == 3 * STEPS
+
+
+def test_slow_compute_rank_is_named_and_the_others_wait(slow_compute, capsys):
+    out, codes = slow_compute
+    assert codes == {0: 0, 1: 0, 2: 0}
+    verdict, _, printed = cluster(out, capsys)
+    assert [(s["rank"], s["causes"], s["makes_others_wait"]) for s in verdict["slow_ranks"]] == [(1, ["compute"], True)], printed
+    reduce = {int(r): w["median_reduce_us"] for r, w in verdict["wait"]["ranks"].items()}
+    assert reduce[0] > reduce[1] + 20_000 and reduce[2] > reduce[1] + 20_000, reduce
+    assert verdict["compute"]["ranks"]["1"]["median_us"] > 40_000
+
+
+# ------------------------------------------------------------------ a rank dies
+def test_killed_rank_leaves_missing_steps_that_are_reported(killed, capsys):
+    out, codes = killed
+    assert codes[1] != 0  # killed (SIGKILL); rank 0 was stopped afterwards
+    assert sorted(rank_folders(out)) == [0, 1]
+    verdict, rows, printed = cluster(out, capsys)
+    steps = {rank: sorted(int(r["Step"]) for r in rows if r["Type"] == "rank" and r["Index"] == str(rank)) for rank in (0, 1)}
+    assert steps[0] == list(range(1, 13)) and steps[1] == list(range(1, 12))
+    assert verdict["missing_steps"]["models"]["1"]["ranks"]["1"] == {"count": 1, "steps": "12", "last_step": 11, "stopped_early": True}
+    assert "model 1 rank 1: 1 step(s) missing: 12 (stopped after step 11)" in printed
+    stage = {r["Step"]: r["Index"] for r in rows if r["Type"] == "stage"}
+    assert stage["12"] == "(0)" and stage["11"] == "(0, 1)"
