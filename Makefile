@@ -32,7 +32,7 @@ test: install
 # Proves the package imports (and the Session path resolves profiling) on the newest TensorFlow.
 check-latest:
 	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
-	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest
+	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest pytest-timeout
 	.venv-latest/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
 	.venv-latest/bin/python -m pytest -q tests/test_latest_tf.py
 
