@@ -457,3 +457,13 @@ print("NO_TF_OK")
     assert proc.returncode == 0, proc.stderr
     assert "NO_TF_OK" in proc.stdout
     assert (layout.report_dir(run.prof_dir) / f"task_time_{PROF_TS}.csv").is_file()
+
+
+def test_a_window_never_reached_is_a_note_not_silence(tmp_path):
+    run = write_synthetic_prof_dir(tmp_path, 6, layered_ops(3), traced=[], info={"device_id": 0, "options": {"task_trace": "on", "training_trace": "on"}})
+    paths = write_all_reports(run.prof_dir)
+    assert [p.name for p in paths] == [f"step_trace_{PROF_TS}.csv", f"step_trace_{PROF_TS}.json"]
+    assert paths.notes == [
+        "device 0: task_trace is on but no iteration was traced (no task_trace.bin data; "
+        "task_trace window (default): iterations 11-15; the step trace has 6 iteration(s))"
+    ]

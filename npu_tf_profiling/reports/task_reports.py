@@ -51,6 +51,35 @@ def has_task_data(prof_dir: Path | str) -> bool:
     return False
 
 
+def untraced_notes(data: ProfData) -> list[str]:
+    """Notes for devices whose options asked for task_trace but that recorded no task data.
+
+    Usually the collection window was never reached (the default window is
+    iterations 11-15), which a user would otherwise only notice as missing files.
+    """
+    from npu_tf_profiling.config import CollectionWindow, ProfilingOptions, ProfilingOptionsError
+
+    notes = []
+    for device in data.devices:
+        options = device.info.get("options") if isinstance(device.info, dict) else None
+        if not isinstance(options, dict):
+            continue
+        try:
+            parsed = ProfilingOptions.parse(options)
+        except ProfilingOptionsError:
+            continue
+        if not parsed.is_on("task_trace"):
+            continue
+        window = CollectionWindow.from_options(parsed)
+        n = 0 if device.trace is None else len(device.trace.frame)
+        where = f"; {window.describe()}" if window is not None else ""
+        notes.append(
+            f"device {device.device_id}: task_trace is on but no iteration was traced "
+            f"(no {layout.TASK_TRACE_FILE} data{where}; the step trace has {n} iteration(s))"
+        )
+    return notes
+
+
 def task_paths(prof_dir: Path | str, timestamp: str) -> tuple[Path, Path, Path]:
     """Where task_time, op_summary and op_statistic CSVs go for ``timestamp``."""
     out = layout.report_dir(Path(prof_dir))

@@ -118,4 +118,6 @@ def write_all_reports(
         out.extend(result.paths)
         out.notes.extend(result.notes)
         out.timings = dict(result.timings)
+    elif data is not None:
+        out.notes.extend(task_reports.untraced_notes(data))
     return out
