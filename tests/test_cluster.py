@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -280,6 +281,40 @@ def test_timeline_one_process_per_rank_valid(tmp_path):
     assert names == {0: "Rank 0 (node0, pid 10000)", 1: "Rank 1 (node0, pid 10001)", 2: "Rank 2 (node0, pid 10002)"}
     spans = [e for e in events if e.get("ph") == "X"]
     assert {e["name"] for e in spans if e["pid"] == 2} >= {"Iteration 6", "FP_BP Time 6", "Reduce_6_1", "Reduce_6_2"}
+
+
+def test_timeline_spans_equal_the_single_device_step_trace_events(tmp_path):
+    """The cluster timeline's fast JSON writer gives exactly step_trace_events' spans and tracks."""
+    from npu_tf_profiling.reports.step_trace_timeline import step_trace_events
+    from tests.raw_fixtures import T0, make_prof_dir, record
+
+    odd = [
+        record(model_id=1, run=1, step=1, fp_start=T0 + 100, bp_end=T0 + 900, iteration_end=T0 + 1000,
+               get_next=[[T0 + 20, T0 + 90]], reduce=[[T0 + 500, T0 + 950], [T0 + 600, T0 + 700]]),  # overlapping groups
+        record(model_id=1, run=2, step=2, fp_start=T0 + 1100, bp_end=None, iteration_end=T0 + 2000, reduce=[[T0 + 1200, None]]),
+        record(model_id=1, run=3, step=3, fp_start=T0 + 2100, bp_end=T0 + 2050, iteration_end=T0 + 3000),  # negative FP_BP
+        record(model_id=2, run=1, step=None, fp_start=None, bp_end=None, iteration_end=T0 + 5000),
+        record(model_id=2, run=2, step=None, fp_start=T0 + 5100, bp_end=T0 + 5200, iteration_end=T0 + 5300, get_next=[[T0 + 5050, None]]),
+    ]
+    make_prof_dir(tmp_path, {0: odd}, pid=1, info={"device_id": 0, "host": "node0", "pid": 7})  # one host: no shift
+    write_cluster(tmp_path / "more", ClusterPlan(ranks=3, steps=4, groups=2))
+    for prof in find_prof_dirs(tmp_path / "more")[1:]:
+        prof.rename(tmp_path / prof.name)
+    shutil.rmtree(tmp_path / "more")  # its rank 0: the odd records above are rank 0
+    data = load_cluster(tmp_path)
+    with pytest.warns(RawDataWarning, match="negative duration"):
+        expected = step_trace_events(data.table)
+    with pytest.warns(RawDataWarning, match="negative duration"):
+        text, count, _ = ctl.cluster_timeline_json(data, ctl.align_clocks(data))
+    got = json.loads(text)
+    assert count == len(got) == len(expected)
+    labels = {r.rank: ctl._rank_label(r) for r in data.ranks}
+    for e in expected:
+        if e["name"] == "process_name":
+            e["args"]["name"] = labels[e["pid"]]
+    canon = lambda events: sorted(json.dumps(e, sort_keys=True) for e in events)  # noqa: E731
+    assert canon(got) == canon(expected)
+    assert labels[0] == "Rank 0 (node0, pid 7)"
 
 
 def test_ranks_on_several_hosts_are_put_on_one_clock(tmp_path):

@@ -17,7 +17,6 @@ from typing import Optional
 
 import pandas as pd
 
-from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports import cluster_step_trace as cst
 from npu_tf_profiling.reports import cluster_timeline as ctl
 from npu_tf_profiling.reports import slow_rank as sr
@@ -57,7 +56,7 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     """Analyse ``root`` and write the four files into ``output_dir`` (default ``root/cluster_analysis_output``)."""
     analysis = analyze_cluster(root, settings, align)
     out = Path(output_dir) if output_dir is not None else Path(root) / CLUSTER_OUTPUT_DIR
-    events, timeline_notes = ctl.cluster_timeline_events(analysis.data, analysis.alignment, with_tasks=with_tasks)
+    timeline, _, timeline_notes = ctl.cluster_timeline_json(analysis.data, analysis.alignment, with_tasks=with_tasks)
     if timeline_notes:
         analysis.report.notes.extend(timeline_notes)
         analysis.report.verdict = sr.render_text(analysis.report)
@@ -65,7 +64,7 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     atomic_write_text(paths[0], cst.to_csv(analysis.rows))
     atomic_write_text(paths[1], analysis.report.to_json())
     atomic_write_text(paths[2], analysis.report.verdict)
-    atomic_write_text(paths[3], chrome_trace.dumps_events(events))
+    atomic_write_text(paths[3], timeline)
     analysis.output_dir = out
     analysis.paths = paths
     return analysis

@@ -18,6 +18,8 @@ used are written in each process's label and returned.
 """
 from __future__ import annotations
 
+import json
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -27,7 +29,14 @@ import pandas as pd
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports import step_trace as st
 from npu_tf_profiling.reports.cluster_data import ClusterData, RankData
-from npu_tf_profiling.reports.step_trace_timeline import step_trace_events
+from npu_tf_profiling.reports.errors import RawDataWarning
+from npu_tf_profiling.reports.step_trace_timeline import (
+    TRACK_GETNEXT,
+    TRACK_ITERATION,
+    TRACK_PHASES,
+    TRACK_REDUCE,
+    model_track_name,
+)
 
 JSON_NAME = "cluster_timeline.json"
 ALIGN_AUTO = "auto"
@@ -137,37 +146,131 @@ def task_source(rank: RankData, rows: pd.DataFrame, first_tid: int, shift_us: fl
 RANK_SOURCES: list[RankSource] = [task_source]
 
 
-def cluster_timeline_events(data: ClusterData, alignment: ClockAlignment, with_tasks: bool = True) -> tuple[list[chrome_trace.Event], list[str]]:
-    """All events of the merged timeline, and notes on anything left out."""
-    table = _shifted(data.table, alignment.shifts_us)
-    events = step_trace_events(table)
-    by_rank = {r.rank: r for r in data.ranks}
-    notes: list[str] = []
-    out: list[chrome_trace.Event] = []
+# ----- the step trace, written straight to JSON text ----------------------------------------------
+# The same events as ``step_trace_timeline.step_trace_events`` (names, args, tracks, lanes; a test
+# holds the two equal), formatted column by column into JSON text: a 64-rank x 1,000-step cluster
+# has over half a million spans, and building a dict per span then encoding it costs ~4x as much.
+_CAT = json.dumps("Step Trace")
+
+
+def _ints(rows: pd.DataFrame, name: str) -> list[Optional[int]]:
+    col = rows[name]
+    values = col.to_numpy(dtype="float64", na_value=np.nan)
+    return [None if v != v else int(v) for v in values.tolist()]
+
+
+def _j(value: Optional[int]) -> str:
+    return '"N/A"' if value is None else str(value)
+
+
+class _Kind:
+    """The spans of one track kind of one model: (ts, dur, name JSON, args JSON) each."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int, str, str]] = []
+        self.negative = 0
+
+    def add(self, ts: Optional[int], dur: Optional[int], name: str, args: str) -> None:
+        if ts is None or dur is None:
+            return
+        if dur < 0:
+            self.negative += 1
+            return
+        self.spans.append((ts, dur, name, args))
+
+
+def _model_kinds(rows: pd.DataFrame, n_reduce: int) -> dict[str, _Kind]:
+    kinds = {kind: _Kind() for kind in (TRACK_ITERATION, TRACK_PHASES, TRACK_GETNEXT, TRACK_REDUCE)}
+    c = {name: _ints(rows, name) for name in st.BASE_COLUMNS + st.GETNEXT_COLUMNS}
+    reduces = [(_ints(rows, st.reduce_start_key(k)), _ints(rows, st.reduce_duration_key(k))) for k in range(n_reduce)]
+    it_k, ph_k, gn_k, rd_k = (kinds[k] for k in (TRACK_ITERATION, TRACK_PHASES, TRACK_GETNEXT, TRACK_REDUCE))
+    for i, it_id in enumerate(c[st.ITERATION_ID_COL]):
+        fp, bp, end = c[st.FP_START][i], c[st.BP_END][i], c[st.ITERATION_END][i]
+        it_time, fp_bp = c[st.ITERATION_TIME][i], c[st.FP_TO_BP][i]
+        refresh, aug = c[st.ITERATION_REFRESH][i], c[st.DATA_AUG_BOUND][i]
+        jfp, jbp, jend = _j(fp), _j(bp), _j(end)
+        it_k.add(None if end is None or it_time is None else end - it_time, it_time, f'"Iteration {it_id}"',
+                 f'"Iteration ID":{it_id},"FP Start":{jfp},"BP End":{jbp},"Iteration End":{jend},"Iteration Time(us)":{_j(it_time)}')
+        ph_k.add(None if fp is None or aug is None else fp - aug, aug, f'"Data_aug Bound {it_id}"', f'"Data_aug Bound(us)":{_j(aug)}')
+        ph_k.add(fp, fp_bp, f'"FP_BP Time {it_id}"', f'"FP Start":{jfp},"BP End":{jbp},"FP_BP Time(us)":{_j(fp_bp)}')
+        ph_k.add(bp, refresh, f'"Iteration Refresh {it_id}"', f'"BP End":{jbp},"Iteration End":{jend},"Iteration Refresh(us)":{_j(refresh)}')
+        for k, (starts, durs) in enumerate(reduces):
+            start, dur = starts[i], durs[i]
+            rd_k.add(start, dur, f'"Reduce_{it_id}_{k + 1}"',
+                     f'"Reduce Start {k + 1}":{_j(start)},"Reduce End {k + 1}":{_j(None if start is None or dur is None else start + dur)}')
+        gs, ge, gt = c[st.GETNEXT_START][i], c[st.GETNEXT_END][i], c[st.GETNEXT_TIME][i]
+        gn_k.add(gs, gt, '"GetNext"', f'"Iteration ID":{it_id},"GetNext Start":{_j(gs)},"GetNext End":{_j(ge)},"GetNext Time(us)":{_j(gt)}')
+    return kinds
+
+
+def _step_trace_json(table: st.StepTraceTable, labels: dict[int, str]) -> tuple[list[str], list[str], dict[int, int]]:
+    """(metadata events, span events) as JSON texts, and each rank's next free tid."""
+    meta: list[str] = []
+    spans: list[str] = []
     next_tid: dict[int, int] = {}
-    for event in events:
-        pid = event.get("pid")
-        if event.get("ph") == "M" and event.get("name") == "process_name" and pid in by_rank:
-            rank = by_rank[pid]
-            where = ", ".join(x for x in (rank.host, f"pid {rank.pid}" if rank.pid is not None else None) if x)
-            label = f"Rank {pid}" + (f" ({where})" if where else "")
-            event = chrome_trace.process_name_event(pid, label)
-            shift = alignment.shifts_us.get(pid, 0.0)
-            if shift:
-                out.append({"name": "process_labels", "ph": "M", "pid": pid, "tid": 0, "args": {"labels": f"clock shifted by {shift:+.0f} us"}})
-        if isinstance(event.get("tid"), int) and pid is not None:
-            next_tid[pid] = max(next_tid.get(pid, 0), event["tid"] + 1)
-        out.append(event)
+    negative = 0
+    dumps = json.dumps
+    for device_key, device_rows in table.frame.groupby(st.DEVICE_ID, sort=True):
+        pid = int(device_key)
+        meta.append(dumps(chrome_trace.process_name_event(pid, labels.get(pid, f"Device {pid}")), separators=(",", ":")))
+        meta.append(dumps(chrome_trace.process_sort_event(pid, pid), separators=(",", ":")))
+        tid = 1
+        for model_key, model_rows in device_rows.groupby(st.MODEL_ID, sort=True):
+            model_id = int(model_key)
+            for kind, collected in _model_kinds(model_rows, table.n_reduce).items():
+                negative += collected.negative
+                items = collected.spans
+                if not items and kind != TRACK_ITERATION:
+                    continue
+                lanes = chrome_trace.assign_lanes([(ts, dur) for ts, dur, _, _ in items])
+                lane_tids: dict[int, int] = {}
+                for lane in sorted(set(lanes)) or [0]:
+                    lane_tids[lane] = tid
+                    meta.append(dumps(chrome_trace.thread_name_event(pid, tid, model_track_name(model_id, kind, lane)), separators=(",", ":")))
+                    meta.append(dumps(chrome_trace.thread_sort_event(pid, tid, tid), separators=(",", ":")))
+                    tid += 1
+                head = f'"ph":"X","cat":{_CAT},"pid":{pid},"tid":'
+                spans.extend(
+                    f'{{"name":{name},{head}{lane_tids[lane]},"ts":{ts},"dur":{dur},"args":{{{args}}}}}'
+                    for (ts, dur, name, args), lane in zip(items, lanes)
+                )
+        next_tid[pid] = tid
+    if negative:
+        warnings.warn(
+            f"cluster timeline: left out {negative} span(s) with a negative duration "
+            "(times out of order in the raw data; the CSV shows the values)",
+            RawDataWarning,
+            stacklevel=3,
+        )
+    return meta, spans, next_tid
+
+
+def _rank_label(rank: RankData) -> str:
+    where = ", ".join(x for x in (rank.host, f"pid {rank.pid}" if rank.pid is not None else None) if x)
+    return f"Rank {rank.rank}" + (f" ({where})" if where else "")
+
+
+def cluster_timeline_json(data: ClusterData, alignment: ClockAlignment, with_tasks: bool = True) -> tuple[str, int, list[str]]:
+    """The merged timeline as JSON text (a Chrome trace array), its event count, and notes on what was left out."""
+    table = _shifted(data.table, alignment.shifts_us)
+    meta, spans, next_tid = _step_trace_json(table, {r.rank: _rank_label(r) for r in data.ranks})
+    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+    for rank, shift in sorted(alignment.shifts_us.items()):
+        if shift:
+            meta.append(encode({"name": "process_labels", "ph": "M", "pid": rank, "tid": 0, "args": {"labels": f"clock shifted by {shift:+.0f} us"}}))
+    notes: list[str] = []
+    extra: list[str] = []
     if with_tasks:
         for rank in data.ranks:
             for source in RANK_SOURCES:
                 try:
-                    extra, source_notes = source(rank, data.table.frame, next_tid.get(rank.rank, 1), alignment.shifts_us.get(rank.rank, 0.0))
+                    events, source_notes = source(rank, data.table.frame, next_tid.get(rank.rank, 1), alignment.shifts_us.get(rank.rank, 0.0))
                 except Exception as exc:  # noqa: BLE001 - one rank's extra data must not sink the cluster view
-                    extra, source_notes = [], [f"rank {rank.rank}: {getattr(source, '__name__', 'a source')} failed ({exc!r}); left out"]
-                out.extend(extra)
+                    events, source_notes = [], [f"rank {rank.rank}: {getattr(source, '__name__', 'a source')} failed ({exc!r}); left out"]
+                extra.extend(encode(e) for e in events)
                 notes.extend(source_notes)
-                tids = [e["tid"] for e in extra if isinstance(e.get("tid"), int)]
+                tids = [e["tid"] for e in events if isinstance(e.get("tid"), int)]
                 if tids:
                     next_tid[rank.rank] = max(tids) + 1
-    return out, notes
+    parts = meta + spans + extra
+    return "[" + ",".join(parts) + "]\n", len(parts), notes
