@@ -383,3 +383,15 @@ print("NO_TF_OK")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "NO_TF_OK" in proc.stdout and "SLOW RANK 0: cause input" in proc.stdout
+
+
+def test_no_all_reduce_data_says_so(tmp_path):
+    from tests.raw_fixtures import iterations, make_prof_dir
+
+    for rank in range(3):
+        make_prof_dir(tmp_path, {rank: iterations(5, with_step=True)}, pid=rank + 1, info={"device_id": rank, "host": "h"})
+    report = analyze_cluster(tmp_path).report
+    assert report.wait.steps_voting == 0 and report.slow_ranks == []
+    assert "no all-reduce traced" in report.verdict
+    rows = cst.rank_rows(load_cluster(tmp_path).table)
+    assert (rows[cst.COMMUNICATION] == 0).all() and rows[cst.REDUCE].isna().all()

@@ -485,11 +485,13 @@ def render_text(report: SlowRankReport) -> str:
         lines.append("No slow rank: no rank is consistently an outlier in compute (FP to BP) or input (Data Aug Bound), "
                      "and no rank makes the others wait in most steps.")
     w = report.wait
-    votes = ", ".join(f"rank {r}: {v.votes}/{v.steps_voted}" for r, v in sorted(w.ranks.items()))
-    lines.append(f"Wait vote (steps in which the others waited for that rank in the all-reduce): {votes or 'no Reduce data'}.")
-    reduces = ", ".join(f"rank {r}: {_ms(v.median_reduce_us)}" for r, v in sorted(w.ranks.items()))
-    if reduces:
+    if w.steps_voting:
+        votes = ", ".join(f"rank {r}: {v.votes}/{v.steps_voted}" for r, v in sorted(w.ranks.items()))
+        lines.append(f"Wait vote (steps in which the others waited for that rank in the all-reduce): {votes}.")
+        reduces = ", ".join(f"rank {r}: {_ms(v.median_reduce_us)}" for r, v in sorted(w.ranks.items()))
         lines.append(f"Median Reduce per rank (long = waiting): {reduces}.")
+    else:
+        lines.append("Wait vote: no step has Reduce times on two ranks (no all-reduce traced), so no rank can be shown to make others wait.")
     c = report.communication
     if c.get("not_overlapped_share_max_over_ranks") is not None:
         per_rank = ", ".join(f"rank {r}: {v:.0%}" for r, v in c["not_overlapped_share_per_rank"].items() if v is not None)
