@@ -29,12 +29,14 @@ demo: install
 test: install
 	$(VPY) -m pytest -q $(PYTEST_ARGS) tests
 
-# Proves the package imports (and the Session path resolves profiling) on the newest TensorFlow.
+# Proves the package imports, and the Session and env paths profile real training, on the newest TensorFlow.
+LATEST_RUNTIME_TESTS := tests/test_runtime_session.py tests/test_runtime_robustness.py tests/test_runtime_accuracy.py \
+	tests/test_runtime_tasks.py tests/test_dynamic.py
 check-latest:
 	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest pytest-timeout
 	.venv-latest/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
-	.venv-latest/bin/python -m pytest -q tests/test_latest_tf.py
+	.venv-latest/bin/python -m pytest -q tests/test_latest_tf.py $(LATEST_RUNTIME_TESTS)
 
 clean:
 	rm -rf $(VENV) .venv-latest build *.egg-info

@@ -8,6 +8,18 @@ FEATURES = 16
 CLASSES = 4
 
 
+def dense(x, units: int, name: str, activation=None, seed: int | None = None):
+    """A dense layer from tf.compat.v1 variables (tf.layers needs Keras 2, gone in TF 2.16+).
+
+    Op names match tf.layers' (`<name>/MatMul`), so the tests read the same on every TF version.
+    """
+    with tf.variable_scope(name):
+        kernel = tf.get_variable("kernel", [x.shape[-1], units], initializer=tf.glorot_uniform_initializer(seed=seed))
+        bias = tf.get_variable("bias", [units], initializer=tf.zeros_initializer())
+        out = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    return activation(out) if activation is not None else out
+
+
 def synthetic_data(n: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A learnable problem: the label is the argmax of a fixed projection of the features."""
     rng = np.random.default_rng(seed)
@@ -42,8 +54,8 @@ def input_fn(batch: int = 32, sleep_s: float = 0.0):
 
 def mlp_model_fn(features, labels, mode, params=None):
     """Two dense layers and SGD with a global step, the shape of a typical Estimator model."""
-    hidden = tf.layers.dense(features["x"], 32, activation=tf.nn.relu, name="dense")
-    logits = tf.layers.dense(hidden, CLASSES, name="logits")
+    hidden = dense(features["x"], 32, "dense", tf.nn.relu)
+    logits = dense(hidden, CLASSES, "logits")
     if mode == tf.estimator.ModeKeys.PREDICT:
         return tf.estimator.EstimatorSpec(mode, predictions={"class": tf.argmax(logits, 1)})
     loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
@@ -61,17 +73,12 @@ def session_mlp(graph: tf.Graph, batch: int = 32, sleep_s: float = 0.0, extra_fl
     with graph.as_default():
         tf.set_random_seed(seed)
         features, labels = tf.data.make_one_shot_iterator(input_fn(batch, sleep_s)()).get_next()
-        seeds = iter(range(seed * 1000, seed * 1000 + 1000))
-
-        def dense(x, units, name, activation=None):
-            init = tf.glorot_uniform_initializer(seed=next(seeds))  # explicit: Keras-backed defaults are unseeded
-            return tf.layers.dense(x, units, activation=activation, kernel_initializer=init, name=name)
-
-        hidden = dense(features["x"], 32, "dense", tf.nn.relu)
+        seeds = iter(range(seed * 1000, seed * 1000 + 1000))  # explicit seeds: bit-identical reruns
+        hidden = dense(features["x"], 32, "dense", tf.nn.relu, next(seeds))
         for i in range(extra_flops):
-            big = dense(hidden, 512, f"heavy_{i}", tf.nn.relu)
-            hidden = dense(big, 32, f"heavy_back_{i}")
-        logits = dense(hidden, CLASSES, "logits")
+            big = dense(hidden, 512, f"heavy_{i}", tf.nn.relu, next(seeds))
+            hidden = dense(big, 32, f"heavy_back_{i}", seed=next(seeds))
+        logits = dense(hidden, CLASSES, "logits", seed=next(seeds))
         loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
         train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
         summary = tf.summary.scalar("loss", loss)

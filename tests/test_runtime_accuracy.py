@@ -11,6 +11,9 @@ from tests.models import session_mlp
 from tests.trace_files import only_prof_dir, raw_records
 
 ITERATIONS = 25
+# TensorFlow's executor treats every kernel as expensive (dispatched to the thread pool) until
+# its measured cost has decayed, about 100 runs; steady state, where the stamps run inline, is after.
+WARMUP = 120
 TOLERANCE_US = 100.0
 
 
@@ -33,12 +36,15 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
     stats = []
     with tf.Session(graph=graph, config=config) as sess:
         sess.run(init)
+        for _ in range(WARMUP):
+            sess.run(train_op)
         for _ in range(ITERATIONS):
             metadata = tf.RunMetadata()
             sess.run([train_op, loss], options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
             stats.append(_op_times(metadata))
     records = raw_records(tmp_path)
-    assert len(records) == ITERATIONS
+    assert len(records) == WARMUP + ITERATIONS
+    records = records[WARMUP:]
     points = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())["models"]["1"]
     bp_ops = sorted({t.split(":")[0] for t in points["bp_inputs"]})
     errors: dict[str, list[float]] = {"fp_start": [], "bp_end": [], "get_next_start": [], "get_next_end": [], "iteration_end": []}
@@ -50,4 +56,5 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
         errors["get_next_end"].append(abs(end - times[points["get_next"][0]][1]))
         errors["iteration_end"].append(abs(record["iteration_end"] - times[points["iteration_end"]][1]))
     p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
+    print("p95 |probe - step stats| (us):", p95)
     assert all(value <= TOLERANCE_US for value in p95.values()), p95

@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config import ProfilingOptionsError
 from npu_tf_profiling.config.session_proto import write_request
-from tests.models import session_mlp
+from tests.models import dense, session_mlp
 from tests.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, raw_records, step_trace_rows
 
 
@@ -142,7 +142,7 @@ def test_feed_dict_model_is_traced_without_getnext(tmp_path) -> None:
     with graph.as_default():
         x = tf.placeholder(tf.float32, [None, 8], name="x")
         y = tf.placeholder(tf.float32, [None, 1], name="y")
-        out = tf.layers.dense(tf.layers.dense(x, 16, activation=tf.nn.relu, name="h"), 1, name="out")
+        out = dense(dense(x, 16, "h", tf.nn.relu), 1, "out")
         loss = tf.losses.mean_squared_error(y, out)
         train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
         init = tf.global_variables_initializer()

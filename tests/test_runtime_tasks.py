@@ -10,6 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.reports import validate_chrome_trace
+from tests.models import dense
 from tests.trace_files import only_prof_dir, step_trace_rows
 
 
@@ -18,9 +19,12 @@ def small_cnn(graph: tf.Graph):
         images = np.random.default_rng(0).normal(size=(64, 16, 16, 1)).astype(np.float32)
         labels = (images.mean(axis=(1, 2, 3)) > 0).astype(np.int32)
         x, y = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices((images, labels)).repeat().batch(16)).get_next()
-        net = tf.layers.conv2d(x, 8, 3, activation=tf.nn.relu, name="conv1")
-        net = tf.layers.flatten(tf.layers.max_pooling2d(net, 2, 2))
-        loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=tf.layers.dense(net, 2, name="logits"))
+        with tf.variable_scope("conv1"):
+            kernel = tf.get_variable("kernel", [3, 3, 1, 8], initializer=tf.glorot_uniform_initializer(seed=1))
+            net = tf.nn.relu(tf.nn.conv2d(x, kernel, strides=1, padding="VALID"))
+        net = tf.nn.max_pool2d(net, 2, 2, padding="VALID")
+        net = tf.reshape(net, [-1, 7 * 7 * 8])
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=dense(net, 2, "logits", seed=2))
         train_op = tf.train.AdamOptimizer(1e-3).minimize(loss, global_step=tf.train.get_or_create_global_step())
         return train_op, tf.global_variables_initializer()
 

@@ -25,13 +25,17 @@ def patch_session_module(module: ModuleType) -> None:
 
     @functools.wraps(original_init)
     def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
-        resolution = resolve_profiling(config)
-        dynamic = None
-        if resolution is None:
-            from npu_tf_profiling.runtime.dynamic import dynamic_config_path
-
-            dynamic = dynamic_config_path()
         original_init(self, target, graph, config)
+        try:
+            resolution = resolve_profiling(config)
+            dynamic = None
+            if resolution is None:
+                from npu_tf_profiling.runtime.dynamic import dynamic_config_path
+
+                dynamic = dynamic_config_path()
+        except Exception:
+            self.close()  # bad profiling input: no half-made session is left behind
+            raise
         if resolution is not None or dynamic is not None:
             attach(self, resolution, dynamic)
 

@@ -23,7 +23,9 @@ if len(sys.argv) > 2:
 tf.disable_eager_execution()
 x = np.random.default_rng(0).normal(size=(256, 8)).astype(np.float32)
 batch = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices(x).repeat().batch(16)).get_next()
-loss = tf.reduce_mean(tf.layers.dense(tf.layers.dense(batch, 16, activation=tf.nn.relu), 1) ** 2)
+w1 = tf.get_variable("w1", [8, 16], initializer=tf.glorot_uniform_initializer(seed=1))
+w2 = tf.get_variable("w2", [16, 1], initializer=tf.glorot_uniform_initializer(seed=2))
+loss = tf.reduce_mean(tf.matmul(tf.nn.relu(tf.matmul(batch, w1)), w2) ** 2)  # no tf.layers: runs on TF 2.16+ too
 train = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=tf.train.get_or_create_global_step())
 pause = float(os.environ.get("STEP_SLEEP_S", "0"))
 with tf.Session() as sess:
