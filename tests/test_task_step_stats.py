@@ -6,7 +6,6 @@ import csv
 import json
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -42,7 +42,6 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling import layout
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.task_trace import TASK_TYPES, TaskTable
 
@@ -209,10 +208,6 @@ def _is_part_name(name: str, timestamp: str) -> bool:
     if name == f"{stem}.json":
         return True
     return name.startswith(f"{stem}_") and name.endswith(".json") and name[len(stem) + 1 : -5].isdigit()
-
-
-def msprof_paths(prof_dir: Path, timestamp: str) -> Path:
-    return layout.report_dir(Path(prof_dir)) / f"{MSPROF_STEM}_{timestamp}.json"
 
 
 # ----- step trace events ---------------------------------------------------------------------------

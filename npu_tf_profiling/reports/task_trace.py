@@ -56,7 +56,6 @@ from __future__ import annotations
 import json
 import math
 import mmap
-import os
 import re
 import struct
 import warnings
