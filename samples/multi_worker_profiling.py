@@ -15,7 +15,8 @@ Demonstrations (one rank misbehaves on purpose):
     --kill-rank 1 --kill-at-step 12       rank 1 dies (SIGKILL) in step 12, right after its all-reduce
 
 Profiling is switched on through NPURunConfig(profiling_config=...) by default,
-or through PROFILING_MODE/PROFILING_OPTIONS with ``--via env``.
+or through PROFILING_MODE/PROFILING_OPTIONS with ``--via env``; ``--task-trace``
+also captures the tasks of steps 10-12, which the merged timeline then shows.
 
 On real hosts, run one worker per host yourself with ``--worker``, a TF_CONFIG
 naming every host, and an output folder on shared storage:
@@ -46,6 +47,14 @@ EXIT_BAD_OUTPUT = 2
 
 
 # ----------------------------------------------------------------------------- worker
+def profiling_options(output: str, task_trace: bool) -> str:
+    """The profiling_options JSON: the step trace on every step, tasks (FULL_TRACE) on steps 10-12 only."""
+    options = {"output": output, "training_trace": "on"}
+    if task_trace:
+        options.update({"task_trace": "on", "start_step": 10, "stop_step": 12})
+    return json.dumps(options)
+
+
 def _rank_from_tf_config() -> int:
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
     return int(task.get("index", 0))
@@ -115,7 +124,7 @@ def _worker(args: argparse.Namespace) -> int:
     common = dict(train_distribute=strategy, model_dir=args.model_dir, save_checkpoints_steps=1000,
                   log_step_count_steps=None, save_summary_steps=1000)
     if args.via == "config":
-        options = json.dumps({"output": args.output, "training_trace": "on"})
+        options = profiling_options(args.output, args.task_trace)
         config = NPURunConfig(profiling_config=ProfilingConfig(enable_profiling=True, profiling_options=options), **common)
     else:  # PROFILING_MODE / PROFILING_OPTIONS are in the environment (the launcher sets them)
         config = tf.estimator.RunConfig(**common)
@@ -194,7 +203,7 @@ def launch_local_workers(
         env.update(extra_env or {})
         if via == "env":
             env["PROFILING_MODE"] = "true"
-            env["PROFILING_OPTIONS"] = json.dumps({"output": str(output), "training_trace": "on"})
+            env["PROFILING_OPTIONS"] = profiling_options(str(output), "--task-trace" in (extra_args or []))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--output", str(output), "--model-dir", model_dir,
                "--steps", str(steps), "--via", via, *(extra_args or [])]
         with open(logs / f"worker_{rank}.log", "wb") as log:
@@ -238,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow-rank", type=int, default=None)
     parser.add_argument("--slow-input-ms", type=float, default=0.0)
     parser.add_argument("--slow-compute-ms", type=float, default=0.0)
+    parser.add_argument("--task-trace", action="store_true", help="also capture the tasks of steps 10-12 (FULL_TRACE)")
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-at-step", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the local workers are stopped")
@@ -255,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     if output.is_dir() and any(output.glob("PROF_*")):
         print(f"error: {output} already holds PROF_* folders of another run; give an empty --output", file=sys.stderr)
         return EXIT_BAD_OUTPUT
-    extra: list[str] = []
+    extra: list[str] = ["--task-trace"] if args.task_trace else []
     if args.slow_rank is not None:
         extra += ["--slow-rank", str(args.slow_rank), "--slow-input-ms", str(args.slow_input_ms),
                   "--slow-compute-ms", str(args.slow_compute_ms)]
@@ -270,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WORKER_FAILED
     print(f"== workers finished in {time.time() - started:.1f} s, exit codes {codes}; logs in {output / 'worker_logs'}", flush=True)
+    if args.kill_rank is not None:
+        print(f"   (rank {args.kill_rank} was killed on purpose; the others, stuck in the next all-reduce, were stopped)")
 
     from npu_tf_profiling.cli import main as cli_main
 

@@ -395,3 +395,22 @@ def test_no_all_reduce_data_says_so(tmp_path):
     assert "no all-reduce traced" in report.verdict
     rows = cst.rank_rows(load_cluster(tmp_path).table)
     assert (rows[cst.COMMUNICATION] == 0).all() and rows[cst.REDUCE].isna().all()
+
+
+def test_binomial_tail_and_a_coin_flip_wait_vote_is_not_a_verdict():
+    assert sr.binomial_tail(0, 10, 0.5) == 1.0
+    assert sr.binomial_tail(10, 10, 0.5) == pytest.approx(2 ** -10)
+    assert sr.binomial_tail(10, 20, 0.5) == pytest.approx(0.588, abs=1e-3)
+    assert sr.binomial_tail(27, 30, 1 / 3) < 1e-9
+    assert 0 < sr.binomial_tail(900, 1000, 0.5) < 1e-100
+    rows = []
+    for step in range(1, 21):  # 2 ranks; the shorter Reduce alternates (by more than the effect floor)
+        for rank in (0, 1):
+            short = (step + rank) % 2 == 0
+            rows.append({cst.MODEL_ID: 1, cst.STEP: step, cst.INDEX: rank, cst.REDUCE: 100.0 if short else 900.0,
+                         cst.ITERATION_TIME: 3000.0})
+    import pandas as pd
+
+    wait = sr.wait_votes(pd.DataFrame(rows))
+    assert {r: w.votes for r, w in wait.ranks.items()} == {0: 10, 1: 10}
+    assert wait.waited_for == []  # 50% of the votes each: chance, not a slow rank

@@ -5,7 +5,8 @@ Each job is started once per module (fixtures) by the sample's launcher
 timeout, and, when a worker dies, the others stopped after a grace period, so
 nothing hangs. Workers import this checkout (PYTHONPATH), not a stale install.
 
-* 2 workers, NPURunConfig: per-rank step traces and the cluster report;
+* 2 workers, NPURunConfig, task_trace on steps 10-12: per-rank step traces, the cluster report, tasks in
+  the merged timeline;
 * 3 workers, env vars, rank 2's input pipeline sleeps: slow in input;
 * 3 workers, NPURunConfig, rank 1's forward pass sleeps: slow in compute;
 * 2 workers, rank 1 killed in step 12 after its all-reduce: missing step.
@@ -76,7 +77,7 @@ def cluster(out: Path, capsys) -> tuple[dict, list[dict[str, str]], str]:
 
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory):
-    return run_job(tmp_path_factory, "two_workers", 2)
+    return run_job(tmp_path_factory, "two_workers", 2, extra=["--task-trace"])  # tasks of steps 10-12 too
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +133,8 @@ def test_two_worker_cluster_report(two_workers, capsys):
     events = json.loads((out / "cluster_analysis_output" / "cluster_timeline.json").read_text())
     assert validate_chrome_trace(events) == []
     assert {e["pid"] for e in events if e.get("name") == "process_name"} == {0, 1}
+    tasks = {(e["pid"], e["args"]["Iteration ID"]) for e in events if e.get("cat") == "Task"}
+    assert tasks == {(rank, step) for rank in (0, 1) for step in (10, 11, 12)}
 
 
 # ------------------------------------------------------------------ one slow rank of 3

@@ -26,12 +26,15 @@ question:
    waiting ranks show a long Reduce, the rank they wait for a short one. Each
    step votes for the rank with the shortest Reduce (summed over groups) when
    the other ranks' median Reduce exceeds it by ``min_effect``; a rank with at
-   least half of the steps' votes makes the others wait.
+   least half of the steps' votes makes the others wait, if that many votes
+   are also unlikely by chance (binomial tail, each rank winning a step with
+   probability 1/ranks, p <= 0.01: with 2 ranks, 10 votes in 20 steps are a
+   coin's luck, 20 in 20 are not).
 3. ``causes``: a rank that makes others wait and is consistently slow in
    Data Aug Bound is slow in **input**, in FP to BP in **compute**. When
    neither test applies (2 ranks) or neither flags it, the cause is the phase
    whose per-step excess over the other ranks' median is larger ("likely"),
-   or "unknown" when neither exceeds ``min_effect``.
+   or "unknown" when neither exceeds ``min_effect`` (of the median step).
 4. ``missing_steps``: per model, every step any rank has; a rank lacking some
    is listed (a rank that stopped early, a record lost in a crash), and so is
    a step that every rank lacks inside the range (a hole in all ranks' data).
@@ -43,6 +46,7 @@ listed too, largest first.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
@@ -70,6 +74,7 @@ class Settings:
     min_share: float = 0.5  # of tested steps, to call a rank consistently slow / waited for
     min_effect_share: float = 0.05  # of the step's median Iteration Time
     min_effect_us: float = 50.0
+    max_p_value: float = 0.01  # the wait vote must be this unlikely by chance (binomial, 1/ranks per step)
     max_listed: int = 10  # sporadic outliers spelled out in the text
 
 
@@ -245,6 +250,7 @@ class WaitRank:
     median_reduce_us: Optional[float] = None
     others_median_reduce_us: Optional[float] = None
     median_wait_imposed_us: Optional[float] = None  # over its votes: others' median Reduce - its Reduce
+    p_value: Optional[float] = None  # chance of this many votes or more if every rank were as likely to win
     makes_others_wait: bool = False
 
 
@@ -284,8 +290,24 @@ def wait_votes(rows: pd.DataFrame, settings: Settings = Settings()) -> WaitResul
         others = np.delete(medians, j)
         w.others_median_reduce_us = _num(_nanmedian(others)) if len(others) else None
         w.median_wait_imposed_us = _num(np.median(imposed[mine])) if w.votes else None
-        w.makes_others_wait = w.steps_voted > 0 and w.share >= settings.min_share
+        w.p_value = binomial_tail(w.votes, w.steps_voted, 1.0 / len(cols)) if w.steps_voted else None
+        w.makes_others_wait = (w.steps_voted > 0 and w.share >= settings.min_share
+                               and w.p_value is not None and w.p_value <= settings.max_p_value)
     return result
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), summed in log space (no scipy; n may be thousands of steps)."""
+    if k <= 0:
+        return 1.0
+    if p >= 1.0:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    base = math.lgamma(n + 1)
+    total = 0.0
+    for i in range(k, n + 1):
+        total += math.exp(base - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q)
+    return min(1.0, total)
 
 
 def phase_excess(rows: pd.DataFrame, rank: int, metric: str) -> Optional[float]:
@@ -442,12 +464,12 @@ def analyze(rows: pd.DataFrame, all_ranks: list[int], hosts: list[str] | None = 
         if w.makes_others_wait:
             evidence.append(
                 f"the others wait for it: it had the shortest Reduce in {w.votes} of {w.steps_voted} steps "
-                f"(its median Reduce {_ms(w.median_reduce_us)}, the other ranks' {_ms(w.others_median_reduce_us)}; "
-                f"they waited a median {_ms(w.median_wait_imposed_us)} per step for it)"
+                f"(p = {w.p_value:.1g} by chance; its median Reduce {_ms(w.median_reduce_us)}, the other ranks' "
+                f"{_ms(w.others_median_reduce_us)}; they waited a median {_ms(w.median_wait_imposed_us)} per step for it)"
             )
             if not causes:
                 excess = {m: phase_excess(rows, rank, m) for m in (METRIC_INPUT, METRIC_COMPUTE)}
-                floor = settings.min_effect_us
+                floor = max(settings.min_effect_us, settings.min_effect_share * float(np.nan_to_num(rows[cst.ITERATION_TIME].median())))
                 best = max(excess, key=lambda m: excess[m] if excess[m] is not None else float("-inf"))
                 if excess[best] is not None and excess[best] >= floor:
                     causes.append(f"likely {CAUSE_OF_METRIC[best]}")
@@ -483,7 +505,7 @@ def render_text(report: SlowRankReport) -> str:
             lines.extend(f"  - {e}" for e in s.evidence)
     else:
         lines.append("No slow rank: no rank is consistently an outlier in compute (FP to BP) or input (Data Aug Bound), "
-                     "and no rank makes the others wait in most steps.")
+                     "and none wins the wait vote in half the steps beyond chance.")
     w = report.wait
     if w.steps_voting:
         votes = ", ".join(f"rank {r}: {v.votes}/{v.steps_voted}" for r, v in sorted(w.ranks.items()))
