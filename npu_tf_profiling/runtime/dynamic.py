@@ -111,7 +111,7 @@ class DynamicController:
             return
         try:
             options = ProfilingOptions.parse(self.path.read_text(encoding="utf-8"), origin=str(self.path))
-            if options.start_step is None and options.schedule is None:
+            if options.start_step is None and options.stop_step is None and options.schedule is None:
                 self._log("INFO", f"load json success; no window: nothing to collect ({TEMPLATE_HELP})")
                 return
             resolution = Resolution(options=options, source=SOURCE_DYNAMIC, output_dir=options.resolve_output())

@@ -49,6 +49,7 @@ class ProfilingRun:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._report_notes_shown: set[str] = set()
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
         self._trace = AppendOnlyWriter(layout.training_trace_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
@@ -143,7 +144,12 @@ class ProfilingRun:
         try:
             from npu_tf_profiling.reports.writer import write_all_reports
 
-            return list(write_all_reports(self.prof_dir))
+            written = write_all_reports(self.prof_dir)
+            for note in written.notes:
+                if note not in self._report_notes_shown:  # once, though Estimators close sessions often
+                    self._report_notes_shown.add(note)
+                    sys.stderr.write(f"npu_tf_profiling: {note}\n")
+            return list(written)
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             warnings.warn(
                 f"npu_tf_profiling: could not build reports for {self.prof_dir} ({exc!r}); "
