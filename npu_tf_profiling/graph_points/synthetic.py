@@ -50,7 +50,6 @@ def synthetic_training_graph_def(target_nodes: int) -> SyntheticGraph:
     add("OneShotIterator", "OneShotIterator")
     add("IteratorGetNext", "IteratorGetNext", "OneShotIterator")
     initializers: list[str] = []
-    variables: list[tuple[str, str]] = []  # (variable, its gradient tensor name, filled later)
     activation = "IteratorGetNext:0"
     reads: dict[str, str] = {}
     for k in range(layers):

@@ -260,25 +260,29 @@ def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") ->
     return frame, id_source
 
 
-def read_info(device_dir: Path | str) -> dict[str, Any]:
-    """Read ``info.json`` of a device folder; ``{}`` (with a warning) if absent or unreadable.
+def read_json_object(path: Path, without_it: str) -> dict[str, Any] | None:
+    """A JSON object file, or None (with a warning naming the file and `without_it`) if absent or bad.
 
-    The reports need nothing from it but an optional ``device_id``; a damaged
-    info file must not stop a report built from intact iteration records.
+    Metadata files are helpers for the reports, never preconditions: a damaged one
+    must not stop a report built from intact raw records.
     """
-    path = Path(device_dir) / layout.INFO_FILE
-    if not path.exists():
-        warnings.warn(f"{path}: missing; reporting without it", RawDataWarning, stacklevel=2)
-        return {}
+    if not path.is_file():
+        warnings.warn(f"{path}: missing; {without_it}", RawDataWarning, stacklevel=3)
+        return None
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warnings.warn(f"{path}: unreadable ({exc}); reporting without it", RawDataWarning, stacklevel=2)
-        return {}
-    if not isinstance(info, dict):
-        warnings.warn(f"{path}: not a JSON object; reporting without it", RawDataWarning, stacklevel=2)
-        return {}
-    return info
+        warnings.warn(f"{path}: unreadable ({exc}); {without_it}", RawDataWarning, stacklevel=3)
+        return None
+    if not isinstance(data, dict):
+        warnings.warn(f"{path}: not a JSON object; {without_it}", RawDataWarning, stacklevel=3)
+        return None
+    return data
+
+
+def read_info(device_dir: Path | str) -> dict[str, Any]:
+    """Read ``info.json`` of a device folder; ``{}`` (with a warning) if absent or unreadable."""
+    return read_json_object(Path(device_dir) / layout.INFO_FILE, "reporting without it") or {}
 
 
 def device_id_of(device_dir: Path | str, info: dict[str, Any]) -> int:

@@ -70,7 +70,7 @@ from google.protobuf.message import DecodeError
 from npu_tf_profiling import layout
 from npu_tf_profiling.reports import step_stats
 from npu_tf_profiling.reports.errors import RawDataWarning
-from npu_tf_profiling.reports.raw import ID_FROM_RUN, ID_FROM_STEP, TraceRead
+from npu_tf_profiling.reports.raw import ID_FROM_RUN, ID_FROM_STEP, TraceRead, read_json_object
 
 PROBE_PREFIX = "npu_tf_profiling_probes/"
 PLUMBING_PREFIX = "_"
@@ -360,17 +360,7 @@ def read_task_trace(path: Union[Path, str]) -> TaskTrace:
 def read_graph_ops(device_dir: Union[Path, str], model_id: int) -> dict[str, str]:
     """``data/graph_ops_<model_id>.json`` ({op name: op type}); {} with a warning if absent or unreadable."""
     path = Path(device_dir) / layout.DATA_DIR / layout.GRAPH_OPS_FILE.format(model_id=model_id)
-    if not path.is_file():
-        warnings.warn(f"{path}: missing; op types come from the timeline labels", RawDataWarning, stacklevel=2)
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warnings.warn(f"{path}: unreadable ({exc}); op types come from the timeline labels", RawDataWarning, stacklevel=2)
-        return {}
-    if not isinstance(data, dict):
-        warnings.warn(f"{path}: not a JSON object; op types come from the timeline labels", RawDataWarning, stacklevel=2)
-        return {}
+    data = read_json_object(path, "op types come from the timeline labels") or {}
     return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
 
 
