@@ -143,12 +143,12 @@ class SessionProfiler:
         assert state is not None
         run, iteration_id = state.counter.begin()
         collection = self._source.poll()
-        probe = tasks = False
+        keep_trace = tasks = False
         if collection is not None and collection.active:
-            probe, tasks = collection.wants(iteration_id)
+            keep_trace, tasks = collection.wants(iteration_id)
         # Learn the global step once, so a dynamic window's start_step means the real step.
         sync_step = self._dynamic and not state.counter.knows_step and state.points.global_step is not None
-        probe = (probe or sync_step) and state.probes is not None
+        probe = (keep_trace or sync_step) and state.probes is not None
         if not probe and not tasks:
             out = self._original_run(fetches, feed_dict, options, run_metadata)
             self._source.after_iteration(iteration_id)
@@ -162,19 +162,21 @@ class SessionProfiler:
         end = time.time()
         results = out[0] if probe else out
         try:
-            self._record(state, collection, run, iteration_id, out[1] if probe else None, run_metadata if tasks else None, start, end)
+            vector = out[1] if probe else None
+            self._record(state, collection, run, iteration_id, vector, keep_trace, run_metadata if tasks else None, start, end)
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             self._disable(exc)
         return results
 
     def _record(self, state: _GraphState, collection: Collection | None, run: int, iteration_id: int,
-                vector: Any, run_metadata: Any, start: float, end: float) -> None:
+                vector: Any, keep_trace: bool, run_metadata: Any, start: float, end: float) -> None:
+        """Store what the run produced; `keep_trace` False means the probes only synced the step."""
         step = None
         if vector is not None:
             fields = state.probes.layout.decode(vector)
             step = fields["step"]
             state.counter.saw_step(run, step)
-            if collection is not None and collection.wants(iteration_id)[0]:
+            if collection is not None and keep_trace:
                 collection.run.record(state.model_in(collection.run, self._graph, collection.task_trace), run, fields)
         if run_metadata is not None and collection is not None:
             model = state.model_in(collection.run, self._graph, True)
