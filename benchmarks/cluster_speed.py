@@ -90,8 +90,8 @@ def main() -> int:
             assert f"SLOW RANK {args.ranks // 2}: cause input" in sink.getvalue(), sink.getvalue()
         median = {k: statistics.median(p[k] for p in parts) for k in ("load", "rows", "verdict", "write")}
         total = statistics.median(totals)
-        print(f"| ranks | steps | load s | rows s | verdict s | timeline s | total s (CLI) | timeline events |")
-        print(f"|------:|------:|-------:|-------:|----------:|-----------:|--------------:|----------------:|")
+        print("| ranks | steps | load s | rows s | verdict s | timeline s | total s (CLI) | timeline events |")
+        print("|------:|------:|-------:|-------:|----------:|-----------:|--------------:|----------------:|")
         print(f"| {args.ranks} | {args.steps} | {median['load']:.2f} | {median['rows']:.2f} | {median['verdict']:.2f} | "
               f"{median['write']:.2f} | {total:.2f} | {int(parts[0]['events']):,} |")
         print(f"rounds: {', '.join(f'{t:.2f}' for t in totals)} s (CLI total); target < {TARGET_S:.0f} s: "

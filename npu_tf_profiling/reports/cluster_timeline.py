@@ -2,8 +2,9 @@
 
 Layout (Chrome trace format, see ``chrome_trace``): ``pid`` = rank, named
 ``Rank <r> (<host>, pid <p>)``, sorted by rank; inside, the step-trace tracks
-of ``step_trace_timeline`` (Iteration, Phases, GetNext, Reduce per Model ID),
-then whatever the registered *rank sources* add (the tasks, when a rank has
+of ``step_trace_timeline`` (Iteration, Phases, GetNext, Reduce per Model ID;
+the same events as ``step_trace_events``, written straight to JSON text for
+speed), then whatever the registered *rank sources* add (the tasks, when a rank has
 ``task_trace.bin``). Sources are pluggable: ``RANK_SOURCES`` holds callables
 ``(rank_data, table_rows, first_tid, shift_us) -> (events, notes)``; a later
 kind of per-rank data registers one without touching the rest.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
