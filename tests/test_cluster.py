@@ -414,3 +414,13 @@ def test_binomial_tail_and_a_coin_flip_wait_vote_is_not_a_verdict():
     wait = sr.wait_votes(pd.DataFrame(rows))
     assert {r: w.votes for r, w in wait.ranks.items()} == {0: 10, 1: 10}
     assert wait.waited_for == []  # 50% of the votes each: chance, not a slow rank
+
+
+def test_communication_shares(tmp_path):
+    # comm 500 of a ~3000 µs step when nobody waits: about 1/6 not overlapped on every rank
+    write_cluster(tmp_path, ClusterPlan(ranks=3, steps=10, jitter=0.0))
+    shares = analyze_cluster(tmp_path).report.communication
+    expected = 500 / (300 + 2000 + 500 + 200)
+    assert all(v == pytest.approx(expected, abs=1e-3) for v in shares["not_overlapped_share_per_rank"].values())
+    assert shares["not_overlapped_share_max_over_ranks"] == pytest.approx(expected, abs=1e-3)
+    assert shares["overlapped_share_max_over_ranks"] == 0

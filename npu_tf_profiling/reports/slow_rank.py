@@ -430,7 +430,7 @@ def communication_shares(rows: pd.DataFrame) -> dict[str, Any]:
     per_rank: dict[str, Optional[float]] = {}
     for rank, g in steady.groupby(cst.INDEX, sort=True):
         it = g[cst.ITERATION_TIME].sum()
-        per_rank[str(int(rank))] = _num(g[cst.COMM_NOT_OVERLAPPED].sum() / it) if it > 0 else None
+        per_rank[str(int(rank))] = float(g[cst.COMM_NOT_OVERLAPPED].sum() / it) if it > 0 else None
     stage = cst.stage_rows(steady) if not steady.empty else steady
     it = stage[cst.ITERATION_TIME].sum() if not steady.empty else 0
     return {
