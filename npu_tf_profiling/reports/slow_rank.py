@@ -75,6 +75,7 @@ class Settings:
     min_effect_share: float = 0.05  # of the step's median Iteration Time
     min_effect_us: float = 50.0
     max_p_value: float = 0.01  # the wait vote must be this unlikely by chance (binomial, 1/ranks per step)
+    min_steps: int = 3  # a rank tested in fewer steps is never called consistently slow
     max_listed: int = 10  # sporadic outliers spelled out in the text
 
 
@@ -223,7 +224,7 @@ def outliers(rows: pd.DataFrame, metric: str, settings: Settings = Settings()) -
             others_median_us=_num(others_median),
             median_outlier=bool(median_flags[j]),
         )
-        m.consistently_slow = tested > 0 and (m.median_outlier or m.share >= settings.min_share)
+        m.consistently_slow = tested >= settings.min_steps and (m.median_outlier or m.share >= settings.min_share)
         result.ranks[rank] = m
     for rank in rank_ids:
         result.ranks.setdefault(rank, MetricRank(rank=rank))
