@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_tf_profiling.config.session_proto import write_request
 from tests.models import session_mlp
@@ -32,6 +33,8 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
     graph = tf.Graph()
     train_op, loss, init, _ = session_mlp(graph, batch=64, extra_flops=1)
     config = tf.ConfigProto()
+    # As the Ascend scripts do: no Grappler op fusion, so every op the points name shows in the step stats.
+    config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
     write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on"}))
     stats = []
     with tf.Session(graph=graph, config=config) as sess:

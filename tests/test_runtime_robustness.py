@@ -77,7 +77,7 @@ def test_storage_limit_stops_the_writer_and_keeps_whole_records(tmp_path) -> Non
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for i in range(100):
-            if writer.append({"model_id": 1, "run": i, "iteration_end": 1.5}):
+            if writer.append(json.dumps({"model_id": 1, "run": i, "iteration_end": 1.5}).encode() + b"\n"):
                 written += 1
     assert 0 < written < 100
     assert budget.used_bytes <= 1000

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -35,7 +32,7 @@ from npu_tf_profiling.reports.task_trace import (
 )
 from npu_tf_profiling.reports.writer import write_all_reports
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.no_tensorflow import run_without_tensorflow
 TASK_HEADER = [
     "Device_id", "Model ID", "Iteration ID", "Op Name", "Op Type", "Task Type", "Stream ID",
     "Task Start(us)", "Task Duration(us)", "Task Wait(us)",
@@ -262,7 +259,7 @@ def test_large_timeline_is_split_under_the_budget_and_nothing_is_lost(tmp_path, 
     parts = sorted((p for p in map(Path, captured.out.split()) if p.name.startswith("msprof_")), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
     assert len(parts) > 3
     assert [p.name for p in parts] == [f"msprof_{PROF_TS}_{i}.json" for i in range(1, len(parts) + 1)]
-    assert f"note: msprof timeline: " in captured.err and f"split into {len(parts)} files" in captured.err and "nothing left out" in captured.err
+    assert "note: msprof timeline: " in captured.err and f"split into {len(parts)} files" in captured.err and "nothing left out" in captured.err
     seen = Counter()
     for path in parts:
         assert path.stat().st_size <= 64 * 1024
@@ -439,7 +436,6 @@ def test_communication_op_types():
 def test_task_reports_never_import_tensorflow(tmp_path):
     run = write_synthetic_prof_dir(tmp_path, 3, layered_ops(5), traced=[2])
     code = f"""
-import sys
 import npu_tf_profiling.reports
 from npu_tf_profiling.reports import write_all_reports, read_task_trace, load_device_tasks, task_windows
 import npu_tf_profiling.reports.step_stats, npu_tf_profiling.reports.task_trace, npu_tf_profiling.reports.op_summary
@@ -447,15 +443,8 @@ import npu_tf_profiling.reports.msprof_timeline, npu_tf_profiling.reports.task_r
 import npu_tf_profiling.config.schedule
 from npu_tf_profiling.cli import main
 assert main(["report", {str(run.prof_dir)!r}]) == 0
-loaded = sorted(m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow."))
-assert not loaded, loaded
-print("NO_TF_OK")
 """
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("PROFILING_MODE", None)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "NO_TF_OK" in proc.stdout
+    run_without_tensorflow(code, tmp_path)
     assert (layout.report_dir(run.prof_dir) / f"task_time_{PROF_TS}.csv").is_file()
 
 

@@ -31,6 +31,24 @@ def rank_from_tf_config(tf_config: str) -> int | None:
     return offset + index
 
 
+def rank_size(environ: Mapping[str, str] | None = None) -> int | None:
+    """How many training ranks the job has (RANK_SIZE, else TF_CONFIG's chief + workers), if known.
+
+    Recorded in info.json so the cluster analysis can tell a rank that never wrote
+    anything from one that does not exist.
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get("RANK_SIZE", "").strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        cluster = json.loads(environ.get("TF_CONFIG", "")).get("cluster", {})
+    except (ValueError, AttributeError):
+        return None
+    count = sum(len(cluster.get(kind, [])) for kind in TASK_TYPES_IN_RANK_ORDER)
+    return count or None
+
+
 def device_id(environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     for variable in ("DEVICE_ID", "RANK_ID"):

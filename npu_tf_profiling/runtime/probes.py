@@ -28,8 +28,9 @@ All probe values travel in one float64 vector (one extra fetch per iteration):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -45,7 +46,7 @@ SECONDS_TO_US = 1e6
 
 @dataclass(frozen=True)
 class ProbeLayout:
-    """Where each value sits in the probe vector."""
+    """Where each value sits in the probe vector, and how a vector becomes one raw record."""
 
     get_next_pairs: int
     has_fp: bool
@@ -53,23 +54,36 @@ class ProbeLayout:
     reduce_pairs: int
     has_step: bool
 
-    def decode(self, values: np.ndarray) -> dict[str, Any]:
-        """Probe vector -> the time fields of one training_trace record (µs since the epoch).
+    @functools.cached_property
+    def _line_format(self) -> str:
+        """A %-format for one training_trace line (see `layout`), built once per graph.
 
-        Vectorised: this runs on every traced step, so it must cost microseconds.
+        Formatting a precomputed template is the cheapest way to a JSON line; this
+        runs on every traced step, so it must cost microseconds, not tens of them.
         """
-        us = np.round(values * SECONDS_TO_US, 1).tolist()
-        at = 2 * self.get_next_pairs
-        record: dict[str, Any] = {layout.K_GET_NEXT: [us[i : i + 2] for i in range(0, at, 2)]}
-        record[layout.K_FP_START] = us[at] if self.has_fp else None
-        at += self.has_fp
-        record[layout.K_BP_END] = us[at] if self.has_bp else None
-        at += self.has_bp
-        record[layout.K_REDUCE] = [us[i : i + 2] for i in range(at, at + 2 * self.reduce_pairs, 2)]
-        at += 2 * self.reduce_pairs
-        record[layout.K_ITERATION_END] = us[at]
-        record[layout.K_STEP] = int(values[at + 1]) if self.has_step else None
-        return record
+        time = "%.1f"
+        pair = f"[{time},{time}]"
+        parts = [
+            f'"{layout.K_MODEL_ID}":%d,"{layout.K_RUN}":%d',
+            f'"{layout.K_GET_NEXT}":[' + ",".join([pair] * self.get_next_pairs) + "]",
+            f'"{layout.K_FP_START}":' + (time if self.has_fp else "null"),
+            f'"{layout.K_BP_END}":' + (time if self.has_bp else "null"),
+            f'"{layout.K_REDUCE}":[' + ",".join([pair] * self.reduce_pairs) + "]",
+            f'"{layout.K_ITERATION_END}":{time}',
+            f'"{layout.K_STEP}":' + ("%d" if self.has_step else "null"),
+        ]
+        return "{" + ",".join(parts) + "}\n"
+
+    def step(self, values: np.ndarray) -> int | None:
+        """The global step the vector carries (its last value), if the graph has one."""
+        return int(values[-1]) if self.has_step else None
+
+    def record_line(self, model_id: int, run: int, values: np.ndarray) -> bytes:
+        """Probe vector (seconds) -> one training_trace line, times in µs since the epoch."""
+        times = (values * SECONDS_TO_US).tolist()
+        if self.has_step:
+            times[-1] = int(values[-1])
+        return (self._line_format % (model_id, run, *times)).encode("ascii")
 
 
 @dataclass(frozen=True)
@@ -93,12 +107,19 @@ class _Builder:
     may_rewire: bool
     waited: set[str] = field(default_factory=set)
     not_rewired: list[str] = field(default_factory=list)
+    _model_deps: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def stamp(self, after: Iterable[tf.Operation], name: str) -> tf.Tensor:
         ops = list(after)
-        self.waited.update(op.name for op in ops if not op.name.startswith(PROBE_SCOPE))
+        model_ops = {op.name for op in ops if not op.name.startswith(PROBE_SCOPE)}
+        self.waited.update(model_ops)
         with tf.control_dependencies(ops):
-            return tf.timestamp(name=name)
+            stamp = tf.timestamp(name=name)
+        # The model ops this stamp (transitively) waits on, for the rewiring safety check.
+        self._model_deps[stamp.op.name] = frozenset(model_ops).union(
+            *(self._model_deps.get(op.name, frozenset()) for op in ops if op.name.startswith(PROBE_SCOPE))
+        )
+        return stamp
 
     def make_wait(self, ops: Iterable[tf.Operation], stamp: tf.Tensor) -> None:
         """Make each op wait on `stamp` (see the module docstring for why)."""
@@ -109,10 +130,25 @@ class _Builder:
                 self.not_rewired.append(op.name)
 
     def start_stamp(self, op: tf.Operation, name: str, also_after: Sequence[tf.Tensor] = ()) -> tf.Tensor:
-        """The moment `op` may start: after its inputs (and `also_after`), and before `op` itself."""
-        stamp = self.stamp(_producers(op) + [t.op for t in also_after], name)
-        self.make_wait([op], stamp)
+        """The moment `op` may start: after its inputs (and `also_after`), and before `op` itself.
+
+        Where `op` reads variables, the stamp goes between its other inputs and those
+        reads instead (the read waits on the stamp, `op` on the read): `op` itself is
+        then untouched, so Grappler can still fuse it (a control input on a MatMul or
+        Conv2D would block its fusion with the bias and activation).
+        """
+        producers = _producers(op)
+        before = [p for p in producers if not _is_variable_read(p)] + [t.op for t in also_after]
+        gates = [p for p in producers if _is_variable_read(p) and self._delay_is_safe(p, before)]
+        stamp = self.stamp([p for p in producers if p not in gates] + [t.op for t in also_after], name)
+        self.make_wait(gates or [op], stamp)
         return stamp
+
+    def _delay_is_safe(self, read: tf.Operation, before: list[tf.Operation]) -> bool:
+        """Delaying `read` until `before` ran adds no work to any run: all its consumers need `before` anyway."""
+        names = set().union(*(self._model_deps.get(op.name, frozenset({op.name})) for op in before))
+        downstream = self.index.descendants(names) if names else None
+        return all(downstream is None or c.name in downstream for c in _consumers(read))
 
     def end_stamp(self, op: tf.Operation, name: str) -> tf.Tensor:
         """The moment `op` has finished: after it, and before its consumers."""
@@ -140,6 +176,13 @@ def _consumers(op: tf.Operation) -> list[tf.Operation]:
         if not consumer.name.startswith(PROBE_SCOPE):
             unique.setdefault(consumer.name, consumer)
     return list(unique.values())
+
+
+def _is_variable_read(op: tf.Operation) -> bool:
+    """A resource-variable read, or the `<var>/read` Identity of a reference variable."""
+    if op.type == "ReadVariableOp":
+        return True
+    return op.type == "Identity" and len(op.inputs) == 1 and op.inputs[0].op.type in ("VariableV2", "Variable")
 
 
 def _outside_control_flow(op: tf.Operation) -> bool:
@@ -185,7 +228,9 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
     read_ends: list[tf.Tensor] = []
     for op in reads:
         stamps.append(builder.start_stamp(op, "get_next_start"))
-        read_ends.append(builder.end_stamp(op, "get_next_end"))
+        # Not wired into GetNext's consumers (that would block their fusion): the FP stamp,
+        # which the forward pass does wait on, waits on this one.
+        read_ends.append(builder.stamp([op], "get_next_end"))
         stamps.append(read_ends[-1])
     chain_tail: list[tf.Tensor] = list(read_ends)
     has_fp = points.fp is not None and points.fp in on_path

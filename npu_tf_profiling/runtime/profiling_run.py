@@ -23,6 +23,7 @@ from typing import Any
 from npu_tf_profiling import layout
 from npu_tf_profiling.config import Resolution
 from npu_tf_profiling.runtime.device import device_id as current_device_id
+from npu_tf_profiling.runtime.device import rank_size
 from npu_tf_profiling.runtime.task_capture import frame_task_record
 from npu_tf_profiling.runtime.writer import AppendOnlyWriter, StorageBudget, write_json_atomically
 
@@ -77,11 +78,9 @@ class ProfilingRun:
                         warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
 
-    def record(self, model: ModelEntry, run: int, fields: dict[str, Any]) -> None:
-        """One training_trace record (the probe times of iteration `run`)."""
-        record = {layout.K_MODEL_ID: model.model_id, layout.K_RUN: run}
-        record.update(fields)
-        self._trace.append(record)
+    def record_trace_line(self, line: bytes) -> None:
+        """One training_trace record, already encoded (see `probes.ProbeLayout.record_line`)."""
+        self._trace.append(line)
 
     def record_tasks(self, model: ModelEntry, run: int, step: int | None, step_stats: bytes, run_start_us: float, run_end_us: float) -> None:
         """One task_trace record: the raw StepStats of iteration `run`."""
@@ -92,7 +91,7 @@ class ProfilingRun:
             layout.K_RUN_START: round(run_start_us, 1),
             layout.K_RUN_END: round(run_end_us, 1),
         }
-        self._tasks.append_bytes(frame_task_record(header, step_stats))
+        self._tasks.append(frame_task_record(header, step_stats))
 
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
@@ -114,6 +113,7 @@ class ProfilingRun:
             "device_id": self.device_id,
             "device_kind": self.device_kind,
             "rank_id": self.device_id,
+            "rank_size": rank_size(),
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "python_version": platform.python_version(),

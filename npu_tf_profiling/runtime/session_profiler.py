@@ -173,11 +173,12 @@ class SessionProfiler:
         """Store what the run produced; `keep_trace` False means the probes only synced the step."""
         step = None
         if vector is not None:
-            fields = state.probes.layout.decode(vector)
-            step = fields["step"]
+            probe_layout = state.probes.layout
+            step = probe_layout.step(vector)
             state.counter.saw_step(run, step)
             if collection is not None and keep_trace:
-                collection.run.record(state.model_in(collection.run, self._graph, collection.task_trace), run, fields)
+                model = state.model_in(collection.run, self._graph, collection.task_trace)
+                collection.run.record_trace_line(probe_layout.record_line(model.model_id, run, vector))
         if run_metadata is not None and collection is not None:
             model = state.model_in(collection.run, self._graph, True)
             collection.run.record_tasks(model, run, step, run_metadata.step_stats_bytes(), start * 1e6, end * 1e6)

@@ -37,11 +37,7 @@ class AppendOnlyWriter:
         self._lock = threading.Lock()
         self.stopped_reason: str | None = None
 
-    def append(self, record: dict[str, Any]) -> bool:
-        """Write one JSON record as a line; False (after one warning) once collection has stopped."""
-        return self.append_bytes((json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8"))
-
-    def append_bytes(self, line: bytes) -> bool:
+    def append(self, line: bytes) -> bool:
         """Write one already-encoded record; False (after one warning) once collection has stopped."""
         if self.stopped_reason is not None:
             return False
