@@ -713,24 +713,9 @@ class Discovery:
             reasons.append(f"is_training = True: {_count(len(self.grad_updates), 'optimizer update')} fed by gradients")
         reasons.append(self.data_reason)
 
-        fp_id = self.fp_id
-        if fp_point:
-            fp_id, notes = self._resolve_user("fp_point", fp_point)
-            reasons.extend(notes)
-            reasons.append(f"fp = {names[fp_id]}: given as fp_point")
-            reasons.extend(self._check_user_point("fp_point", fp_id, train_name))
-        elif self.fp_reason:
-            reasons.append(self.fp_reason)
-
-        bp_id = self.bp_id
-        if bp_point:
-            bp_id, notes = self._resolve_user("bp_point", bp_point)
-            reasons.extend(notes)
-            reasons.append(f"bp = {names[bp_id]}: given as bp_point")
-            reasons.extend(self._check_user_point("bp_point", bp_id, train_name))
-        elif self.bp_reason:
-            reasons.append(self.bp_reason)
-        elif self.is_training:
+        fp_id = self._chosen("fp_point", fp_point, self.fp_id, self.fp_reason, train_name, reasons)
+        bp_id = self._chosen("bp_point", bp_point, self.bp_id, self.bp_reason, train_name, reasons)
+        if not bp_point and not self.bp_reason and self.is_training:
             reasons.append("bp = none: no gradient tensor feeds the optimizer updates")
 
         if self.collectives:
@@ -755,6 +740,19 @@ class Discovery:
             is_training=self.is_training,
             reasons=tuple(r for r in reasons if r),
         )
+
+    def _chosen(self, kind: str, user_name: str, auto_id: int | None, auto_reason: str | None,
+                train_name: str | None, reasons: list[str]) -> int | None:
+        """The user's op for `kind` (fp_point/bp_point) when given, else the automatic one; adds the reasons."""
+        if not user_name:
+            if auto_reason:
+                reasons.append(auto_reason)
+            return auto_id
+        op, notes = self._resolve_user(kind, user_name)
+        reasons.extend(notes)
+        reasons.append(f"{kind.split('_')[0]} = {self.index.names[op]}: given as {kind}")
+        reasons.extend(self._check_user_point(kind, op, train_name))
+        return op
 
     def _check_user_point(self, kind: str, op: int, train_name: str | None) -> list[str]:
         name = self.index.names[op]
