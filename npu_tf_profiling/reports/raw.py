@@ -79,21 +79,21 @@ class DeviceRaw:
     trace: Optional[TraceRead]  # None when the folder has no training_trace file
 
 
-class _BadRecord(ValueError):
-    """A parsed JSON line that does not follow the record contract."""
+class BadRecordError(ValueError):
+    """A raw record (a training_trace line, a task_trace header) that does not follow the contract."""
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _opt_time(record: dict, key: str) -> Optional[float]:
+def optional_time(record: dict, key: str) -> Optional[float]:
     """A nullable timestamp: absent, null and non-finite all mean "not measured"."""
     value = record.get(key)
     if value is None:
         return None
     if not _is_number(value):
-        raise _BadRecord(f"{key!r} is not a number: {value!r}")
+        raise BadRecordError(f"{key!r} is not a number: {value!r}")
     value = float(value)
     return value if math.isfinite(value) else None
 
@@ -103,11 +103,11 @@ def _pairs(record: dict, key: str) -> list[tuple[Optional[float], Optional[float
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _BadRecord(f"{key!r} is not a list of [start, end] pairs")
+        raise BadRecordError(f"{key!r} is not a list of [start, end] pairs")
     out = []
     for item in value:
         if not isinstance(item, (list, tuple)) or len(item) != 2:
-            raise _BadRecord(f"{key!r} holds {item!r}, not a [start, end] pair")
+            raise BadRecordError(f"{key!r} holds {item!r}, not a [start, end] pair")
         pair = []
         for v in item:
             if v is None:
@@ -115,22 +115,22 @@ def _pairs(record: dict, key: str) -> list[tuple[Optional[float], Optional[float
             elif _is_number(v):
                 pair.append(float(v) if math.isfinite(float(v)) else None)
             else:
-                raise _BadRecord(f"{key!r} holds a non-number {v!r}")
+                raise BadRecordError(f"{key!r} holds a non-number {v!r}")
         out.append((pair[0], pair[1]))
     return out
 
 
-def _opt_int(record: dict, key: str, required: bool) -> Optional[int]:
+def optional_int(record: dict, key: str, required: bool) -> Optional[int]:
     value = record.get(key)
     if value is None:
         if required:
-            raise _BadRecord(f"{key!r} is missing")
+            raise BadRecordError(f"{key!r} is missing")
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         # JSON writers sometimes emit 7.0; accept integral floats only.
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise _BadRecord(f"{key!r} is not an integer: {value!r}")
+        raise BadRecordError(f"{key!r} is not an integer: {value!r}")
     return value
 
 
@@ -141,16 +141,16 @@ def parse_record(obj: Any) -> dict[str, Any]:
     finite ``iteration_end`` are required: everything else may be null/absent.
     """
     if not isinstance(obj, dict):
-        raise _BadRecord(f"not a JSON object: {type(obj).__name__}")
-    end = _opt_time(obj, layout.K_ITERATION_END)
+        raise BadRecordError(f"not a JSON object: {type(obj).__name__}")
+    end = optional_time(obj, layout.K_ITERATION_END)
     if end is None:
-        raise _BadRecord(f"{layout.K_ITERATION_END!r} is missing or not finite")
+        raise BadRecordError(f"{layout.K_ITERATION_END!r} is missing or not finite")
     return {
-        layout.K_MODEL_ID: _opt_int(obj, layout.K_MODEL_ID, required=True),
-        layout.K_RUN: _opt_int(obj, layout.K_RUN, required=True),
-        layout.K_STEP: _opt_int(obj, layout.K_STEP, required=False),
-        layout.K_FP_START: _opt_time(obj, layout.K_FP_START),
-        layout.K_BP_END: _opt_time(obj, layout.K_BP_END),
+        layout.K_MODEL_ID: optional_int(obj, layout.K_MODEL_ID, required=True),
+        layout.K_RUN: optional_int(obj, layout.K_RUN, required=True),
+        layout.K_STEP: optional_int(obj, layout.K_STEP, required=False),
+        layout.K_FP_START: optional_time(obj, layout.K_FP_START),
+        layout.K_BP_END: optional_time(obj, layout.K_BP_END),
         layout.K_ITERATION_END: end,
         layout.K_GET_NEXT: _pairs(obj, layout.K_GET_NEXT),
         layout.K_REDUCE: _pairs(obj, layout.K_REDUCE),

@@ -54,7 +54,6 @@ sorted by Model ID, Iteration ID, start, track:
 from __future__ import annotations
 
 import json
-import math
 import mmap
 import re
 import struct
@@ -70,7 +69,15 @@ from google.protobuf.message import DecodeError
 from npu_tf_profiling import layout
 from npu_tf_profiling.reports import step_stats
 from npu_tf_profiling.reports.errors import RawDataWarning
-from npu_tf_profiling.reports.raw import ID_FROM_RUN, ID_FROM_STEP, TraceRead, read_json_object
+from npu_tf_profiling.reports.raw import (
+    ID_FROM_RUN,
+    ID_FROM_STEP,
+    BadRecordError,
+    TraceRead,
+    optional_int,
+    optional_time,
+    read_json_object,
+)
 
 PROBE_PREFIX = "npu_tf_profiling_probes/"
 PLUMBING_PREFIX = "_"
@@ -152,47 +159,20 @@ class FramedRecord:
     payload: bytes
 
 
-class _BadHeader(ValueError):
-    pass
-
-
-def _header_int(header: dict, key: str, required: bool) -> Optional[int]:
-    value = header.get(key)
-    if value is None:
-        if required:
-            raise _BadHeader(f"{key!r} is missing")
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadHeader(f"{key!r} is not an integer: {value!r}")
-    return value
-
-
-def _header_time(header: dict, key: str) -> Optional[float]:
-    value = header.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _BadHeader(f"{key!r} is not a number: {value!r}")
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def parse_header(raw: bytes) -> dict[str, Any]:
     """Check a record header against the contract; return a clean dict (ValueError if not)."""
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _BadHeader(f"header is not UTF-8 JSON ({exc.__class__.__name__})") from None
+        raise BadRecordError(f"header is not UTF-8 JSON ({exc.__class__.__name__})") from None
     if not isinstance(obj, dict):
-        raise _BadHeader("header is not a JSON object")
+        raise BadRecordError("header is not a JSON object")
     return {
-        layout.K_MODEL_ID: _header_int(obj, layout.K_MODEL_ID, required=True),
-        layout.K_RUN: _header_int(obj, layout.K_RUN, required=True),
-        layout.K_STEP: _header_int(obj, layout.K_STEP, required=False),
-        layout.K_RUN_START: _header_time(obj, layout.K_RUN_START),
-        layout.K_RUN_END: _header_time(obj, layout.K_RUN_END),
+        layout.K_MODEL_ID: optional_int(obj, layout.K_MODEL_ID, required=True),
+        layout.K_RUN: optional_int(obj, layout.K_RUN, required=True),
+        layout.K_STEP: optional_int(obj, layout.K_STEP, required=False),
+        layout.K_RUN_START: optional_time(obj, layout.K_RUN_START),
+        layout.K_RUN_END: optional_time(obj, layout.K_RUN_END),
     }
 
 
@@ -244,7 +224,7 @@ def iter_framed_records(path: Union[Path, str]) -> Iterator[Union[FramedRecord, 
                 continue
             try:
                 header = parse_header(mm[head_start:head_end])
-            except _BadHeader as exc:
+            except BadRecordError as exc:
                 yield SkippedRecord(pos, f"not a task_trace record header: {exc}")
             else:
                 yield FramedRecord(pos, header, mm[payload_start:payload_end])
