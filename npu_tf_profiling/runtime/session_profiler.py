@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from typing import Protocol
 
-from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, find_trace_points
+from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, analyse
 from npu_tf_profiling.runtime.collection import Collection, IterationCounter
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
@@ -233,13 +233,14 @@ class SessionProfiler:
         if shared is not None:
             self._state = shared
             return True
-        points = find_trace_points(self._graph, self._fp_point, self._bp_point)
+        discovery = analyse(self._graph)  # one GraphDef and index, shared by discovery and the probes
+        points = discovery.points(self._fp_point, self._bp_point)
         collection = self._source.poll()
         if not points.is_training or points.iteration_end is None:
             if self._attempts >= MAX_DISCOVERY_ATTEMPTS and collection is not None:
                 collection.run.add_note(f"no training step found in graph {id(self._graph):#x}; its runs are not traced")
             return False
-        index = GraphIndex.from_graph(self._graph)
+        index = discovery.index
         probes = None
         if self._dynamic or (collection is not None and collection.training_trace):
             probes = build_probes(self._graph, points, index, user_bp=bool(self._bp_point), may_rewire=self._runs_seen <= 1)
