@@ -58,6 +58,8 @@ def test_npu_run_config_argument_errors(tmp_path) -> None:
         NPURunConfig(not_a_knob=1)
     with pytest.warns(RuntimeWarning, match="precision_mode accepted, no effect on CPU/GPU"):
         NPURunConfig(precision_mode="allow_mix_precision")
+    with pytest.warns(RuntimeWarning, match="iterations_per_loop=100 accepted, no effect on CPU/GPU"):
+        assert NPURunConfig(iterations_per_loop=100).iterations_per_loop == 100
 
 
 def test_helpers() -> None:

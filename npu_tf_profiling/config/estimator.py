@@ -171,6 +171,13 @@ if _ESTIMATOR_ERROR is None:
                 )
             if not isinstance(iterations_per_loop, int) or isinstance(iterations_per_loop, bool) or iterations_per_loop < 1:
                 raise ValueError(f"NPURunConfig: iterations_per_loop must be a positive int, got {iterations_per_loop!r}")
+            if iterations_per_loop > 1:
+                warnings.warn(
+                    f"NPURunConfig: iterations_per_loop={iterations_per_loop} accepted, no effect on CPU/GPU TensorFlow: "
+                    "each session.run is one iteration (the step trace has one row per step)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             if profiling_config is not None and not isinstance(profiling_config, ProfilingConfig):
                 raise TypeError(f"NPURunConfig: profiling_config must be a ProfilingConfig, got {type(profiling_config).__name__}")
             self.iterations_per_loop = iterations_per_loop
