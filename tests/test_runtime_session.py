@@ -167,3 +167,26 @@ def test_monitored_training_session_is_profiled(tmp_path) -> None:
     _, rows = step_trace_rows(tmp_path)
     assert [r["Iteration ID"] for r in rows] == [str(i) for i in range(1, 8)]
     assert_step_trace_formulas(rows)
+
+
+def test_probe_wiring_never_makes_another_run_read_data(tmp_path) -> None:
+    """A user fp_point that does not depend on GetNext: its FP stamp waits on GetNext, so wiring it
+    into that op would make a run of the op alone consume a batch. Such a stamp is left unwired."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.data.make_one_shot_iterator(tf.data.Dataset.range(1000).map(lambda v: tf.cast(v, tf.float32)).batch(1)).get_next()
+        w = tf.get_variable("w", [1], initializer=tf.ones_initializer())
+        scaled = tf.multiply(w, 2.0, name="scaled")  # on the training path, but not downstream of GetNext
+        loss = tf.reduce_mean((x * scaled - 1.0) ** 2)
+        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=graph, config=profiling_config(tmp_path, fp_point="scaled")) as sess:
+        sess.run(init)
+        sess.run(train_op)  # batch 0
+        for _ in range(3):
+            sess.run(scaled)  # must not read a batch
+        assert sess.run(x).tolist() == [1.0]
+        sess.run(train_op)  # batch 2
+    info = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())
+    assert any("could not be wired into" in note and "scaled" in note for note in info["notes"]), info["notes"]
+    assert len(raw_records(tmp_path)) == 2

@@ -139,16 +139,26 @@ class _Builder:
         """
         producers = _producers(op)
         before = [p for p in producers if not _is_variable_read(p)] + [t.op for t in also_after]
-        gates = [p for p in producers if _is_variable_read(p) and self._delay_is_safe(p, before)]
+        gates = [p for p in producers if _is_variable_read(p) and self._wait_is_safe(p, before)]
         stamp = self.stamp([p for p in producers if p not in gates] + [t.op for t in also_after], name)
-        self.make_wait(gates or [op], stamp)
+        targets = gates or ([op] if self._wait_is_safe(op, before) else [])
+        if not targets:
+            self.not_rewired.append(op.name)
+        self.make_wait(targets, stamp)
         return stamp
 
-    def _delay_is_safe(self, read: tf.Operation, before: list[tf.Operation]) -> bool:
-        """Delaying `read` until `before` ran adds no work to any run: all its consumers need `before` anyway."""
-        names = set().union(*(self._model_deps.get(op.name, frozenset({op.name})) for op in before))
-        downstream = self.index.descendants(names) if names else None
-        return all(downstream is None or c.name in downstream for c in _consumers(read))
+    def _wait_is_safe(self, target: tf.Operation, before: list[tf.Operation]) -> bool:
+        """Whether making `target` wait on a stamp after `before` adds no work to any run.
+
+        True when `target` already depends on every model op the stamp waits on; for a
+        variable read (the gate of a compute op), when each of its consumers does.
+        """
+        needed = set().union(*(self._model_deps.get(op.name, frozenset({op.name})) for op in before))
+        if not needed:
+            return True
+        if needed <= self.index.ancestors([target.name]):
+            return True
+        return _is_variable_read(target) and all(needed <= self.index.ancestors([c.name]) for c in _consumers(target))
 
     def end_stamp(self, op: tf.Operation, name: str) -> tf.Tensor:
         """The moment `op` has finished: after it, and before its consumers."""
