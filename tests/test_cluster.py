@@ -226,6 +226,19 @@ def test_rank_without_records_counts_as_missing_everything(tmp_path):
     assert "(no records at all)" in analysis.report.verdict
 
 
+def test_ranks_that_never_wrote_a_folder_are_named(tmp_path):
+    """info.json's rank_size tells a rank that never started profiling from one that does not exist."""
+    write_cluster(tmp_path, ClusterPlan(ranks=4, steps=5))
+    for prof in find_prof_dirs(tmp_path)[2:]:  # ranks 2 and 3 left no folder at all
+        shutil.rmtree(prof)
+    data = load_cluster(tmp_path)
+    assert "no folder for rank(s) 2, 3 of the 4 rank(s) the job has (rank_size in info.json)" in " ".join(data.notes)
+    shutil.rmtree(find_prof_dirs(tmp_path)[0])  # now only rank 1 is left
+    for info in tmp_path.glob("PROF_*/device_*/info.json"):
+        info.write_text(json.dumps({k: v for k, v in json.loads(info.read_text()).items() if k != "rank_size"}))
+    assert not any("no folder for rank" in note for note in load_cluster(tmp_path).notes)  # unknown size: no guess
+
+
 def test_host_subfolders_are_searched_and_analysis_output_is_not(tmp_path):
     write_cluster(tmp_path / "host_a", ClusterPlan(ranks=2, steps=4))
     (tmp_path / "host_b").mkdir()

@@ -162,10 +162,7 @@ def load_cluster(root: Path | str) -> ClusterData:
         warnings.warn(f"{data.device_dir}: rank {data.rank} has {reason}", RawDataWarning, stacklevel=2)
     if not ranks:
         raise NothingFoundError(f"{root}: no iteration records in any rank ({len(empty)} rank folder(s) found)")
-    all_ids = sorted(by_rank)
-    gaps = sorted(set(range(all_ids[0], all_ids[-1] + 1)) - set(all_ids))
-    if gaps:
-        notes.append(f"no folder for rank(s) {', '.join(map(str, gaps))} between the ranks found (a worker that never started profiling?)")
+    notes.extend(_absent_ranks(sorted(by_rank), by_rank))
     for data in ranks:
         by_run = sorted(m for m, source in data.trace.id_source.items() if source == raw_mod.ID_FROM_RUN)
         if by_run and len(ranks) > 1:
@@ -174,6 +171,21 @@ def load_cluster(root: Path | str) -> ClusterData:
                 "not the global step, so they may not line up with the other ranks"
             )
     return ClusterData(root=root, ranks=ranks, empty_ranks=empty, table=cluster_table(ranks), notes=notes)
+
+
+def _absent_ranks(found: list[int], by_rank: dict[int, RankData]) -> list[str]:
+    """Notes for ranks with no folder: all of 0..rank_size-1 when info.json records the job's size, else gaps."""
+    sizes = [d.info.get("rank_size") for d in by_rank.values()]
+    size = max((v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v > 0), default=None)
+    if size is not None:
+        absent = sorted(set(range(size)) - set(found))
+        where = f"of the {size} rank(s) the job has (rank_size in info.json)"
+    else:
+        absent = sorted(set(range(found[0], found[-1] + 1)) - set(found))
+        where = "between the ranks found"
+    if not absent:
+        return []
+    return [f"no folder for rank(s) {', '.join(map(str, absent))} {where} (a worker that never started profiling?)"]
 
 
 def cluster_table(ranks: list[RankData]) -> st.StepTraceTable:

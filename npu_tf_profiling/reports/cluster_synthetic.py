@@ -80,7 +80,7 @@ def write_cluster(root: Path | str, plan: ClusterPlan) -> dict[int, Path]:
         prof = root / f"{layout.PROF_DIR_PREFIX}{10000 + rank}_20240102030405_RANK{rank:04d}"
         ddir = layout.device_dir(prof, rank)
         (ddir / layout.DATA_DIR).mkdir(parents=True, exist_ok=True)
-        info = {"device_id": rank, "rank_id": rank, "host": plan.hosts.get(rank, "node0"), "pid": 10000 + rank}
+        info = {"device_id": rank, "rank_id": rank, "rank_size": plan.ranks, "host": plan.hosts.get(rank, "node0"), "pid": 10000 + rank}
         (ddir / layout.INFO_FILE).write_text(json.dumps(info))
         dropped = plan.drop.get(rank, set())
         text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs if r[layout.K_STEP] not in dropped)
