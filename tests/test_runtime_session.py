@@ -190,3 +190,25 @@ def test_probe_wiring_never_makes_another_run_read_data(tmp_path) -> None:
     info = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())
     assert any("could not be wired into" in note and "scaled" in note for note in info["notes"]), info["notes"]
     assert len(raw_records(tmp_path)) == 2
+
+
+def test_every_fetch_form_is_returned_unchanged_and_recognised(tmp_path) -> None:
+    """Names as strings, variables, sparse tensors and namedtuples: the user's structure comes back as is."""
+    import collections
+
+    graph = tf.Graph()
+    train_op, loss, init, _ = session_mlp(graph)
+    with graph.as_default():
+        kernel = [v for v in tf.global_variables() if v.name == "dense/kernel:0"][0]
+        sparse = tf.SparseTensor(indices=[[0, 1]], values=[2.0], dense_shape=[2, 2])
+    Pair = collections.namedtuple("Pair", "loss train")
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        by_name = sess.run([train_op.name, loss.name])  # strings: an iteration
+        assert by_name[0] is None and isinstance(by_name[1], np.float32)
+        pair = sess.run(Pair(loss, train_op))  # a namedtuple: an iteration
+        assert isinstance(pair, Pair) and pair.train is None
+        assert sess.run(kernel).shape == (16, 32)  # a variable: not an iteration
+        value = sess.run({"s": sparse, "t": [train_op]})  # sparse + nested dict/list: an iteration
+        assert value["s"].values.tolist() == [2.0] and value["t"] == [None]
+    assert [r["run"] for r in raw_records(tmp_path)] == [1, 2, 3]
