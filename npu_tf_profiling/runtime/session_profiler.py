@@ -113,8 +113,11 @@ class SessionProfiler:
         self._attempts = 0
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
         self._enabled = True
+        self._original_make_callable_from_options = session._make_callable_from_options
         session.run = self.run
         session.close = self.close
+        # Keras in graph mode (and `make_callable`) run steps through callables, not `run`.
+        session._make_callable_from_options = self._make_callable_from_options
 
     # ----- the wrapped Session API --------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None) -> Any:
@@ -130,6 +133,48 @@ class SessionProfiler:
         if not iteration:
             return self._original_run(fetches, feed_dict, options, run_metadata)
         return self._run_iteration(fetches, feed_dict, options, run_metadata)
+
+    def _make_callable_from_options(self, callable_options: Any) -> Any:
+        """A callable for `callable_options`; one that runs the train op also fetches the probe vector.
+
+        Callables are fixed when made, so the probe vector is fetched on every call and the
+        window decides what is recorded; task_trace (FULL_TRACE) is not applied to callables.
+        """
+        try:
+            traced = self._probed_callable(callable_options)
+        except TracePointsError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._disable(exc)
+            traced = None
+        return traced if traced is not None else self._original_make_callable_from_options(callable_options)
+
+    def _probed_callable(self, callable_options: Any) -> Any:
+        self._runs_seen += 1
+        names = list(callable_options.fetch) + list(callable_options.target)
+        feeds = dict.fromkeys(callable_options.feed)
+        if not self._enabled or not self._is_iteration(names, feeds):
+            return None
+        state = self._state
+        if state is None or state.probes is None:
+            return None
+        options = type(callable_options)()
+        options.CopyFrom(callable_options)
+        options.fetch.append(state.probes.fetch.name)
+        inner = self._original_make_callable_from_options(options)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            run, iteration_id = state.counter.begin()
+            collection = self._source.poll()
+            keep = collection is not None and collection.active and collection.wants(iteration_id)[0]
+            outputs = inner(*args, **kwargs)
+            try:
+                self._record(state, collection, run, iteration_id, outputs[-1], keep, None, 0.0, 0.0)
+            except Exception as exc:  # noqa: BLE001
+                self._disable(exc)
+            return outputs[:-1]
+
+        return call
 
     def close(self) -> None:
         self._original_close()
