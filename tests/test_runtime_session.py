@@ -212,3 +212,36 @@ def test_every_fetch_form_is_returned_unchanged_and_recognised(tmp_path) -> None
         value = sess.run({"s": sparse, "t": [train_op]})  # sparse + nested dict/list: an iteration
         assert value["s"].values.tolist() == [2.0] and value["t"] == [None]
     assert [r["run"] for r in raw_records(tmp_path)] == [1, 2, 3]
+
+
+def test_make_callable_steps_are_iterations(tmp_path) -> None:
+    graph = tf.Graph()
+    train_op, loss, init, _ = session_mlp(graph)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        step = sess.make_callable([loss, train_op])
+        values = [step() for _ in range(3)]
+        evaluate = sess.make_callable(loss)  # no train op: not an iteration
+        assert isinstance(evaluate(), np.float32)
+    assert all(isinstance(v, list) and len(v) == 2 and v[1] is None for v in values)
+    assert [r["run"] for r in raw_records(tmp_path)] == [1, 2, 3]
+
+
+def test_end_of_data_is_not_an_iteration(tmp_path) -> None:
+    """An epoch loop ends with OutOfRangeError: that run raised, so it gets no Iteration ID."""
+    graph = tf.Graph()
+    with graph.as_default():
+        iterator = tf.data.make_initializable_iterator(tf.data.Dataset.from_tensor_slices(np.ones((4, 2), np.float32)).batch(2))
+        x = iterator.get_next()
+        w = tf.get_variable("w", [2, 1])
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        for _ in range(2):  # two epochs of two batches
+            sess.run(iterator.initializer)
+            with pytest.raises(tf.errors.OutOfRangeError):
+                while True:
+                    sess.run(train_op)
+    _, rows = step_trace_rows(tmp_path)
+    assert [r["Iteration ID"] for r in rows] == ["1", "2", "3", "4"]

@@ -72,6 +72,11 @@ class IterationCounter:
             return self.runs, self.runs
         return self.runs, self.last_step + (self.runs - self.runs_at_last_step)
 
+    def cancel(self, run: int) -> None:
+        """The iteration `run` raised (e.g. OutOfRangeError at the end of the data): it did not happen."""
+        if self.runs == run:
+            self.runs -= 1
+
     def saw_step(self, run: int, step: int | None) -> None:
         if step is not None:
             self.last_step, self.runs_at_last_step = step, run

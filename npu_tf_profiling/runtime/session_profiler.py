@@ -113,10 +113,12 @@ class SessionProfiler:
         self._attempts = 0
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
         self._enabled = True
+        self._original_make_callable = session.make_callable
         self._original_make_callable_from_options = session._make_callable_from_options
         session.run = self.run
         session.close = self.close
-        # Keras in graph mode (and `make_callable`) run steps through callables, not `run`.
+        # `make_callable` and Keras in graph mode run steps through callables, not `run`.
+        session.make_callable = self.make_callable
         session._make_callable_from_options = self._make_callable_from_options
 
     # ----- the wrapped Session API --------------------------------------------------------
@@ -134,45 +136,57 @@ class SessionProfiler:
             return self._original_run(fetches, feed_dict, options, run_metadata)
         return self._run_iteration(fetches, feed_dict, options, run_metadata)
 
-    def _make_callable_from_options(self, callable_options: Any) -> Any:
-        """A callable for `callable_options`; one that runs the train op also fetches the probe vector.
+    def make_callable(self, fetches: Any, feed_list: Any = None, accept_options: bool = False) -> Any:
+        """`Session.make_callable`; a callable that runs the train op also fetches the probe vector.
 
-        Callables are fixed when made, so the probe vector is fetched on every call and the
-        window decides what is recorded; task_trace (FULL_TRACE) is not applied to callables.
+        With a feed list TensorFlow's callable calls `run`, which is already profiled.
         """
-        try:
-            traced = self._probed_callable(callable_options)
-        except TracePointsError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-            self._disable(exc)
-            traced = None
-        return traced if traced is not None else self._original_make_callable_from_options(callable_options)
+        state = self._callable_state(fetches, {}) if feed_list is None else None
+        if state is None:
+            return self._original_make_callable(fetches, feed_list, accept_options)
+        inner = self._original_make_callable([fetches, state.probes.fetch], None, accept_options)
+        return self._probed_call(state, inner, lambda out: (out[0], out[1]))
 
-    def _probed_callable(self, callable_options: Any) -> Any:
-        self._runs_seen += 1
+    def _make_callable_from_options(self, callable_options: Any) -> Any:
+        """The CallableOptions form Keras uses in graph mode; same idea as `make_callable`."""
         names = list(callable_options.fetch) + list(callable_options.target)
-        feeds = dict.fromkeys(callable_options.feed)
-        if not self._enabled or not self._is_iteration(names, feeds):
-            return None
-        state = self._state
-        if state is None or state.probes is None:
-            return None
+        state = self._callable_state(names, dict.fromkeys(callable_options.feed))
+        if state is None:
+            return self._original_make_callable_from_options(callable_options)
         options = type(callable_options)()
         options.CopyFrom(callable_options)
         options.fetch.append(state.probes.fetch.name)
         inner = self._original_make_callable_from_options(options)
+        return self._probed_call(state, inner, lambda out: (out[:-1], out[-1]))
 
+    def _callable_state(self, fetches: Any, feeds: dict) -> _GraphState | None:
+        """The graph state when a callable of these fetches is a training step to probe, else None.
+
+        Callables are fixed when made, so the probe vector is fetched on every call and the
+        window decides what is recorded; task_trace (FULL_TRACE) is not applied to callables.
+        """
+        self._runs_seen += 1
+        try:
+            iteration = self._enabled and self._is_iteration(fetches, feeds)
+        except TracePointsError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._disable(exc)
+            return None
+        state = self._state
+        return state if iteration and state is not None and state.probes is not None else None
+
+    def _probed_call(self, state: _GraphState, inner: Any, split: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
             run, iteration_id = state.counter.begin()
             collection = self._source.poll()
             keep = collection is not None and collection.active and collection.wants(iteration_id)[0]
-            outputs = inner(*args, **kwargs)
+            results, vector = split(self._counted(state, run, inner, *args, **kwargs))
             try:
-                self._record(state, collection, run, iteration_id, outputs[-1], keep, None, 0.0, 0.0)
+                self._record(state, collection, run, iteration_id, vector, keep, None, 0.0, 0.0)
             except Exception as exc:  # noqa: BLE001
                 self._disable(exc)
-            return outputs[:-1]
+            return results
 
         return call
 
@@ -195,7 +209,7 @@ class SessionProfiler:
         sync_step = self._dynamic and not state.counter.knows_step and state.points.global_step is not None
         probe = (keep_trace or sync_step) and state.probes is not None
         if not probe and not tasks:
-            out = self._original_run(fetches, feed_dict, options, run_metadata)
+            out = self._counted(state, run, self._original_run, fetches, feed_dict, options, run_metadata)
             self._source.after_iteration(iteration_id)
             return out
         run_fetches = [fetches, state.probes.fetch] if probe else fetches
@@ -203,7 +217,7 @@ class SessionProfiler:
             options = full_trace_options(options)
             run_metadata = RawRunMetadata(run_metadata)
         start = time.time()
-        out = self._original_run(run_fetches, feed_dict, options, run_metadata)
+        out = self._counted(state, run, self._original_run, run_fetches, feed_dict, options, run_metadata)
         end = time.time()
         results = out[0] if probe else out
         try:
@@ -212,6 +226,15 @@ class SessionProfiler:
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             self._disable(exc)
         return results
+
+    @staticmethod
+    def _counted(state: _GraphState, run: int, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """`call(...)`, un-counting iteration `run` if it raises (its error propagates unchanged)."""
+        try:
+            return call(*args, **kwargs)
+        except BaseException:
+            state.counter.cancel(run)
+            raise
 
     def _record(self, state: _GraphState, collection: Collection | None, run: int, iteration_id: int,
                 vector: Any, keep_trace: bool, run_metadata: Any, start: float, end: float) -> None:
