@@ -1,4 +1,9 @@
-"""The probes agree with TensorFlow's own step stats (FULL_TRACE on the same iterations) within 100 µs at p95."""
+"""The probes agree with TensorFlow's own step stats (FULL_TRACE on the same iterations) within 100 µs at p95.
+
+GetNext End is the loosest (median ~40 µs, p95 ~60-90 µs on 2 cores): IteratorGetNext is an
+async kernel, and TensorFlow hands every successor of an async op to its thread pool, so no
+stamp can run before a thread wakes up. 100 iterations keep the p95 estimate stable.
+"""
 from __future__ import annotations
 
 import json
@@ -11,7 +16,7 @@ from npu_tf_profiling.config.session_proto import write_request
 from tests.models import session_mlp
 from tests.trace_files import only_prof_dir, raw_records
 
-ITERATIONS = 25
+ITERATIONS = 100
 # TensorFlow's executor treats every kernel as expensive (dispatched to the thread pool) until
 # its measured cost has decayed, about 100 runs; steady state, where the stamps run inline, is after.
 WARMUP = 120
@@ -59,5 +64,6 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
         errors["get_next_end"].append(abs(end - times[points["get_next"][0]][1]))
         errors["iteration_end"].append(abs(record["iteration_end"] - times[points["iteration_end"]][1]))
     p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
-    print("p95 |probe - step stats| (us):", p95)
+    medians = {name: float(np.median(values)) for name, values in errors.items()}
+    print("|probe - step stats| (us): p95", p95, "median", medians)
     assert all(value <= TOLERANCE_US for value in p95.values()), p95
