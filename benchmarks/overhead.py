@@ -95,7 +95,7 @@ class ModeRunner:
         self.session = tf.Session(graph=self.graph, config=config)
         self.session.run(init)
         self.ops = len(self.graph.get_operations())
-        self._logdir = tempfile.mkdtemp(prefix="tfprof_")
+        self._logdir = os.path.join(output, f"tf_profiler_{mode}")
 
     def steps(self, count: int) -> list[float]:
         run_kwargs = {}
@@ -118,7 +118,11 @@ class ModeRunner:
 
 
 def measure(model: str, modes: list[str], rounds: int, steps: int, warmup: int) -> dict[str, float]:
-    output = tempfile.mkdtemp(prefix="npu_tf_profiling_bench_")
+    with tempfile.TemporaryDirectory(prefix="npu_tf_profiling_bench_") as output:  # task_trace writes ~1 MB/step
+        return _measure(model, modes, rounds, steps, warmup, output)
+
+
+def _measure(model: str, modes: list[str], rounds: int, steps: int, warmup: int, output: str) -> dict[str, float]:
     runners = {mode: ModeRunner(model, mode, output) for mode in modes}
     for runner in runners.values():
         runner.steps(warmup)
