@@ -248,12 +248,7 @@ class GraphIndex:
         """
         if values_only:
             return self._reach_values(starts, backward, within)
-        mark = bytearray(len(self.names))
-        stack: list[int] = []
-        for s in starts:
-            if not mark[s]:
-                mark[s] = 1
-                stack.append(s)
+        mark, stack = self._seeded(starts)
         first = self.data_in if backward else self.data_out
         second = None if data_only else (self.ctrl_in if backward else self.ctrl_out)
         pop = stack.pop
@@ -271,13 +266,18 @@ class GraphIndex:
                         push(j)
         return mark
 
-    def _reach_values(self, starts: Iterable[int], backward: bool, within: bytearray | None) -> bytearray:
+    def _seeded(self, starts: Iterable[int]) -> tuple[bytearray, list[int]]:
+        """A visit mask with `starts` marked, and the stack of those starts (each once)."""
         mark = bytearray(len(self.names))
         stack: list[int] = []
         for s in starts:
             if not mark[s]:
                 mark[s] = 1
                 stack.append(s)
+        return mark, stack
+
+    def _reach_values(self, starts: Iterable[int], backward: bool, within: bytearray | None) -> bytearray:
+        mark, stack = self._seeded(starts)
         types, data_in = self.types, self.data_in
         predicate_input = PREDICATE_INPUT
         adjacency = data_in if backward else self.data_out
