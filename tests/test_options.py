@@ -213,5 +213,13 @@ def test_fuzz_text_parses_or_raises_options_error(text: str) -> None:
     assert ProfilingOptions.parse(options.to_json()) == options
 
 
-def test_deprecation_notes_are_visible_warnings() -> None:
-    assert issubclass(ProfilingDeprecationWarning, FutureWarning)
+def test_deprecation_notes_are_shown_by_default() -> None:
+    """Not a DeprecationWarning (hidden by default): the person running the script must see it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()  # Python's default filters, as an ordinary script has
+        warnings.simplefilter("default")
+        from npu_tf_profiling.config import ProfilingConfig
+
+        ProfilingConfig(True, '{"aicpu_trace": "on"}')
+    assert [type(w.message) for w in caught] == [ProfilingDeprecationWarning]
+    assert "use 'aicpu'" in str(caught[0].message)
