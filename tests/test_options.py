@@ -216,8 +216,9 @@ def test_fuzz_text_parses_or_raises_options_error(text: str) -> None:
 def test_deprecation_notes_are_shown_by_default() -> None:
     """Not a DeprecationWarning (hidden by default): the person running the script must see it."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.resetwarnings()  # Python's default filters, as an ordinary script has
-        warnings.simplefilter("default")
+        warnings.resetwarnings()  # Python's default filters, as an ordinary script has them:
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
         from npu_tf_profiling.config import ProfilingConfig
 
         ProfilingConfig(True, '{"aicpu_trace": "on"}')
