@@ -4,8 +4,8 @@ Each sub-command lives next to the room it belongs to (``graph_points.command``,
 ``reports.command``...) and is imported only when chosen, so `report` and
 `cluster` never pay for importing TensorFlow.
 
-Exit codes: 0 success, 2 bad input (missing/corrupt file, bad arguments),
-3 nothing found (e.g. no fp/bp points). Sub-commands return these.
+Exit codes (``exit_codes``): 0 success, 2 bad input (missing/corrupt file, bad
+arguments), 3 nothing found (e.g. no fp/bp points). Sub-commands return these.
 """
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ import importlib
 import sys
 from typing import Callable, Sequence
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_NOT_FOUND = 3
+from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
 # sub-command name -> module that defines `add_arguments(parser)` and `run(args) -> int`
 SUBCOMMANDS: dict[str, str] = {

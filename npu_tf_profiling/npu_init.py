@@ -11,7 +11,7 @@ from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 from tensorflow.python.training import session_run_hook
 
 from npu_tf_profiling.config import ProfilingConfig
-from npu_tf_profiling.config.estimator import (
+from npu_tf_profiling.bridge.estimator import (
     NPUEstimator,
     NPUEstimatorSpec,
     NPURunConfig,

@@ -1,7 +1,7 @@
 """The configuration room: options model, ProfilingConfig, resolution of the three sources.
 
 Nothing here imports TensorFlow, so `reports` and the CLI can use it offline. The
-Estimator surface (NPURunConfig...) lives in `config.estimator`, which does.
+Estimator surface (NPURunConfig...) lives in the `bridge` room, which does.
 """
 from npu_tf_profiling.config.errors import (
     EstimatorUnavailableError,

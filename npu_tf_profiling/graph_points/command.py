@@ -42,7 +42,7 @@ import os
 import sys
 from typing import Any
 
-from npu_tf_profiling.cli import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK
+from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK
 
 PROG = "npu-tf-prof points"
 

@@ -12,10 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, TextIO, TypeVar
 
-from npu_tf_profiling.reports.errors import EXIT_BAD_INPUT, EXIT_NOT_FOUND, NothingFoundError, ReportError
+from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK
+from npu_tf_profiling.reports.errors import NothingFoundError, ReportError
 from npu_tf_profiling.reports.prof_dir import find_prof_dirs
-
-EXIT_OK = 0
 T = TypeVar("T")
 
 

@@ -17,7 +17,8 @@ import sys
 
 from npu_tf_profiling.reports import cluster_timeline as ctl
 from npu_tf_profiling.reports import slow_rank as sr
-from npu_tf_profiling.reports._cli_common import EXIT_OK, warnings_to
+from npu_tf_profiling.exit_codes import EXIT_OK
+from npu_tf_profiling.reports._cli_common import warnings_to
 from npu_tf_profiling.reports.cluster_analysis import write_cluster_analysis
 from npu_tf_profiling.reports.errors import ReportError
 

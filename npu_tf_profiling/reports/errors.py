@@ -7,8 +7,7 @@ exit codes (2 and 3) in one place.
 """
 from __future__ import annotations
 
-EXIT_BAD_INPUT = 2
-EXIT_NOT_FOUND = 3
+from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 
 
 class ReportError(Exception):

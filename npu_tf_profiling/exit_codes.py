@@ -1,0 +1,8 @@
+"""The exit codes every `npu-tf-prof` sub-command returns, in one place.
+
+They sit at the bottom of the import graph so a sub-command in any room can use
+them without importing the CLI (which loads sub-commands, not the reverse).
+"""
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2  # missing/corrupt file, bad arguments, a name not in the graph
+EXIT_NOT_FOUND = 3  # the input was readable but held nothing to report (no fp/bp, no iterations)
