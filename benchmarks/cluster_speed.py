@@ -1,6 +1,6 @@
 """Speed of `npu-tf-prof cluster` on synthetic raw data: 64 ranks x 1,000 steps (target < 10 s).
 
-The data come from ``npu_tf_profiling.reports.cluster_synthetic``: one
+The data come from ``npu_tf_profiling.testing.cluster_synthetic``: one
 ``PROF_*/device_<rank>/data/training_trace.jsonl`` per rank, each step a
 synchronous all-reduce (waiting ranks' Reduce includes the wait), one slow rank
 so the verdict has something to find, and ``--groups`` all-reduce groups.
@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pandas as pd  # noqa: E402
 
 from npu_tf_profiling.cli import main as cli_main  # noqa: E402
-from npu_tf_profiling.reports import cluster_step_trace as cst  # noqa: E402
-from npu_tf_profiling.reports import cluster_timeline as ctl  # noqa: E402
-from npu_tf_profiling.reports import slow_rank as sr  # noqa: E402
-from npu_tf_profiling.reports.cluster_data import load_cluster  # noqa: E402
-from npu_tf_profiling.reports.cluster_synthetic import ClusterPlan, total_bytes, write_cluster  # noqa: E402
+from npu_tf_profiling.reports.cluster import step_table as cst  # noqa: E402
+from npu_tf_profiling.reports.cluster import timeline as ctl  # noqa: E402
+from npu_tf_profiling.reports.cluster import slow_rank as sr  # noqa: E402
+from npu_tf_profiling.reports.cluster.data import load_cluster  # noqa: E402
+from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, total_bytes, write_cluster  # noqa: E402
 
 TARGET_S = 10.0
 

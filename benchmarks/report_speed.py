@@ -1,7 +1,7 @@
 """Speed and memory of the task reports on 1,000 iterations x 5,000 ops (5M tasks), and the
 per-step timeline conversion against TensorFlow's ``tensorflow.python.client.timeline``.
 
-Raw data comes from ``npu_tf_profiling.reports.task_synthetic``: a PROF folder
+Raw data comes from ``npu_tf_profiling.testing.task_synthetic``: a PROF folder
 with ``task_trace.bin`` (one FULL_TRACE-shaped StepStats per iteration: every
 node has an ``output`` with an allocation description and ``memory_stats``,
 plus ``_SOURCE``/``_SINK``/``_retval`` and a profiler probe node),
@@ -48,10 +48,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from npu_tf_profiling import layout  # noqa: E402
-from npu_tf_profiling.reports import msprof_timeline as mt  # noqa: E402
-from npu_tf_profiling.reports.task_synthetic import layered_ops, write_synthetic_prof_dir  # noqa: E402
-from npu_tf_profiling.reports.task_trace import FramedRecord, frame_record, iter_framed_records, load_device_tasks  # noqa: E402
+from npu_tf_profiling.raw_format import layout  # noqa: E402
+from npu_tf_profiling.reports.task import timeline as mt  # noqa: E402
+from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir  # noqa: E402
+from npu_tf_profiling.raw_format.task_record import FramedRecord, frame_task_record, iter_framed_records  # noqa: E402
+from npu_tf_profiling.reports.task.task_trace import load_device_tasks  # noqa: E402
 
 CHILD = """
 import json, sys, time
@@ -110,7 +111,7 @@ def per_step(prof_dir: Path, steps: int) -> dict:
             tf_times.append(time.perf_counter() - started)
             events = len(json.loads(text)["traceEvents"])
 
-            layout.task_trace_path(one, 0).write_bytes(frame_record(record.header, record.payload))
+            layout.task_trace_path(one, 0).write_bytes(frame_task_record(record.header, record.payload))
             started = time.perf_counter()
             table = load_device_tasks(ddir, 0, info, None)
             writer = mt.SplitTimelineWriter(out_dir, "20240102030405")

@@ -19,9 +19,9 @@ from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 # sub-command name -> module that defines `add_arguments(parser)` and `run(args) -> int`
 SUBCOMMANDS: dict[str, str] = {
     "points": "npu_tf_profiling.graph_points.command",
-    "report": "npu_tf_profiling.reports.command_report",
-    "summary": "npu_tf_profiling.reports.command_summary",
-    "cluster": "npu_tf_profiling.reports.command_cluster",
+    "report": "npu_tf_profiling.reports.commands.report",
+    "summary": "npu_tf_profiling.reports.commands.summary",
+    "cluster": "npu_tf_profiling.reports.commands.cluster",
 }
 
 SUBCOMMAND_HELP: dict[str, str] = {

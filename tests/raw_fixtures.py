@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
 
 T0 = 1_700_000_000_000_000.0  # µs since the epoch, Nov 2023
 PROF_TS = "20240102030405"

@@ -17,15 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.reports import cluster_step_trace as cst
-from npu_tf_profiling.reports import cluster_timeline as ctl
-from npu_tf_profiling.reports import slow_rank as sr
+from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.reports.cluster import timeline as ctl
+from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
-from npu_tf_profiling.reports.cluster_analysis import analyze_cluster, write_cluster_analysis
-from npu_tf_profiling.reports.cluster_data import find_prof_dirs, load_cluster
-from npu_tf_profiling.reports.cluster_synthetic import ClusterPlan, write_cluster
+from npu_tf_profiling.reports.cluster.analysis import analyze_cluster, write_cluster_analysis
+from npu_tf_profiling.reports.cluster.data import find_prof_dirs, load_cluster
+from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.reports.errors import RawDataWarning
 
 from tests.no_tensorflow import run_without_tensorflow
@@ -295,7 +295,7 @@ def test_timeline_one_process_per_rank_valid(tmp_path):
 
 def test_timeline_spans_equal_the_single_device_step_trace_events(tmp_path):
     """The cluster timeline's fast JSON writer gives exactly step_trace_events' spans and tracks."""
-    from npu_tf_profiling.reports.step_trace_timeline import step_trace_events
+    from npu_tf_profiling.reports.step.timeline import step_trace_events
     from tests.raw_fixtures import T0, make_prof_dir, record
 
     odd = [
@@ -344,7 +344,7 @@ def test_ranks_on_several_hosts_are_put_on_one_clock(tmp_path):
 
 
 def test_tasks_join_the_timeline_when_ranks_have_task_trace(tmp_path):
-    from npu_tf_profiling.reports.task_synthetic import layered_ops, write_synthetic_prof_dir
+    from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir
 
     ops = layered_ops(6)
     for rank in (0, 1):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from npu_tf_profiling.reports.raw import parse_record
+from npu_tf_profiling.raw_format.training_record import parse_record
 from npu_tf_profiling.runtime.probes import ProbeLayout
 
 

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports import raw
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.training_record import parse_record
+from npu_tf_profiling.reports.step import records as raw
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
 from raw_fixtures import assert_step_trace_formulas, iterations, jsonl, make_prof_dir, read_csv
@@ -77,14 +78,14 @@ def test_complete_last_record_without_newline_is_kept(tmp_path):
 )
 def test_records_breaking_the_contract_are_rejected(bad):
     with pytest.raises(ValueError):
-        raw.parse_record(bad)
+        parse_record(bad)
 
 
 def test_optional_fields_may_be_absent_or_null():
-    row = raw.parse_record({"model_id": 2, "run": 3, "iteration_end": 10.0})
+    row = parse_record({"model_id": 2, "run": 3, "iteration_end": 10.0})
     assert row["fp_start"] is None and row["step"] is None
     assert row["get_next"] == [] and row["reduce"] == []
-    row = raw.parse_record({"model_id": 2, "run": 3.0, "iteration_end": 10, "get_next": [[1, None]]})
+    row = parse_record({"model_id": 2, "run": 3.0, "iteration_end": 10, "get_next": [[1, None]]})
     assert row["run"] == 3 and row["get_next"] == [(1.0, None)]
 
 

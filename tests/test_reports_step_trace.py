@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
 from raw_fixtures import (
@@ -183,7 +183,7 @@ def test_getnext_min_start_max_end_and_na_when_an_end_is_missing(tmp_path):
 
 
 def test_compute_step_trace_frame_is_numeric_and_csv_header_helper(tmp_path):
-    from npu_tf_profiling.reports.raw import read_training_trace
+    from npu_tf_profiling.reports.step.records import read_training_trace
 
     prof = make_prof_dir(tmp_path, {0: iterations(3, phases=Phases(reduces=[(1, 2)]))})
     trace = read_training_trace(prof / "device_0" / "data" / "training_trace.jsonl")

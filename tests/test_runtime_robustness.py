@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from npu_tf_profiling.cli import main as cli_main
-from npu_tf_profiling.runtime.writer import AppendOnlyWriter, StorageBudget
+from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "train_forever.py"

@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.reports import raw as raw_mod
+from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.errors import NothingFoundError, RawDataWarning
-from npu_tf_profiling.reports.task_synthetic import (
+from npu_tf_profiling.testing.task_synthetic import (
     CPU_DEVICE,
     PROF_TS,
     SynthOp,
     layered_ops,
     write_synthetic_prof_dir,
 )
-from npu_tf_profiling.reports.task_trace import (
-    frame_record,
+from npu_tf_profiling.raw_format.task_record import frame_task_record as frame_record
+from npu_tf_profiling.reports.task.task_trace import (
     is_reported_name,
     load_device_tasks,
     op_type_from_label,
@@ -424,7 +424,7 @@ def test_two_devices_and_two_models_share_one_set_of_files(tmp_path):
 
 
 def test_communication_op_types():
-    from npu_tf_profiling.reports.task_trace import is_communication_type
+    from npu_tf_profiling.reports.task.task_trace import is_communication_type
 
     for op_type in ("CollectiveReduceV2", "NcclAllReduce", "HorovodAllreduce", "HcomAllReduce", "CollectiveBcastSend"):
         assert is_communication_type(op_type)
@@ -438,8 +438,8 @@ def test_task_reports_never_import_tensorflow(tmp_path):
     code = f"""
 import npu_tf_profiling.reports
 from npu_tf_profiling.reports import write_all_reports, read_task_trace, load_device_tasks, task_windows
-import npu_tf_profiling.reports.step_stats, npu_tf_profiling.reports.task_trace, npu_tf_profiling.reports.op_summary
-import npu_tf_profiling.reports.msprof_timeline, npu_tf_profiling.reports.task_reports, npu_tf_profiling.reports.task_synthetic
+import npu_tf_profiling.reports.task.step_stats, npu_tf_profiling.reports.task.task_trace, npu_tf_profiling.reports.task.op_summary
+import npu_tf_profiling.reports.task.timeline, npu_tf_profiling.reports.task.files, npu_tf_profiling.testing.task_synthetic
 import npu_tf_profiling.config.schedule
 from npu_tf_profiling.cli import main
 assert main(["report", {str(run.prof_dir)!r}]) == 0

@@ -13,11 +13,12 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 from tensorflow.core.framework import step_stats_pb2  # noqa: E402
 
-from npu_tf_profiling import layout  # noqa: E402
-from npu_tf_profiling.reports import raw as raw_mod  # noqa: E402
-from npu_tf_profiling.reports import step_stats  # noqa: E402
+from npu_tf_profiling.raw_format import layout  # noqa: E402
+from npu_tf_profiling.reports.step import records as raw_mod  # noqa: E402
+from npu_tf_profiling.reports.task import step_stats  # noqa: E402
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace  # noqa: E402
-from npu_tf_profiling.reports.task_trace import frame_record, is_reported_name, load_device_tasks, task_windows  # noqa: E402
+from npu_tf_profiling.raw_format.task_record import frame_task_record  # noqa: E402
+from npu_tf_profiling.reports.task.task_trace import is_reported_name, load_device_tasks, task_windows  # noqa: E402
 from npu_tf_profiling.reports.writer import write_all_reports  # noqa: E402
 
 NODE_FIELDS = [name for name, _, _ in step_stats._NODE_FIELDS]
@@ -130,7 +131,7 @@ def test_reports_from_a_real_full_trace_session(tmp_path):
                                     "reduce": [], "iteration_end": end_us}) + "\n")
             if run in traced:
                 header = {"model_id": 1, "run": run, "step": None, "run_start_us": start_us, "run_end_us": end_us}
-                tasks.write(frame_record(header, metadata.step_stats.SerializeToString()))
+                tasks.write(frame_task_record(header, metadata.step_stats.SerializeToString()))
                 names = [n.node_name for d in metadata.step_stats.dev_stats for n in d.node_stats if is_reported_name(n.node_name)]
                 executed.update(names)
                 per_iteration[run] = len(names)

@@ -8,6 +8,9 @@ exit codes (2 and 3) in one place.
 from __future__ import annotations
 
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_FOUND
+from npu_tf_profiling.raw_format.errors import RawDataWarning
+
+__all__ = ["BadInputError", "NothingFoundError", "RawDataWarning", "ReportError"]
 
 
 class ReportError(Exception):
@@ -26,10 +29,3 @@ class NothingFoundError(ReportError):
     """The folder is a PROF_* folder but holds no iteration records."""
 
     exit_code = EXIT_NOT_FOUND
-
-
-class RawDataWarning(UserWarning):
-    """Raw data had to be partly skipped or reinterpreted (torn line, bad record...).
-
-    A dedicated category lets tests and callers filter or escalate exactly these.
-    """

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports import raw as raw_mod
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
 
 # PROF_<pid>_<YYYYmmddHHMMSS>_<random>

@@ -12,36 +12,17 @@ report (same ``<ts>``) replaces it in one step.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.errors import NothingFoundError
 from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, load_prof_dir, report_timestamp
-from npu_tf_profiling.reports.step_trace_timeline import step_trace_events
+from npu_tf_profiling.reports.step.timeline import step_trace_events
 
 STEP_TRACE_STEM = "step_trace"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file + fsync + ``os.replace`` (all or nothing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def step_trace_paths(prof_dir: Path | str, timestamp: str) -> tuple[Path, Path]:
@@ -101,7 +82,8 @@ def write_all_reports(
     ``load_prof_dir`` does; torn/corrupt raw data is skipped with a
     ``RawDataWarning``.
     """
-    from npu_tf_profiling.reports import msprof_timeline, task_reports
+    from npu_tf_profiling.reports.task import files as task_reports
+    from npu_tf_profiling.reports.task import timeline as msprof_timeline
 
     prof_dir = Path(prof_dir)
     ts = check_timestamp(timestamp) if timestamp is not None else report_timestamp(prof_dir)

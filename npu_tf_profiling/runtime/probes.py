@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format.training_record import line_template
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints
 
 PROBE_SCOPE = "npu_tf_profiling_probes"
@@ -56,23 +56,8 @@ class ProbeLayout:
 
     @functools.cached_property
     def _line_format(self) -> str:
-        """A %-format for one training_trace line (see `layout`), built once per graph.
-
-        Formatting a precomputed template is the cheapest way to a JSON line; this
-        runs on every traced step, so it must cost microseconds, not tens of them.
-        """
-        time = "%.1f"
-        pair = f"[{time},{time}]"
-        parts = [
-            f'"{layout.K_MODEL_ID}":%d,"{layout.K_RUN}":%d',
-            f'"{layout.K_GET_NEXT}":[' + ",".join([pair] * self.get_next_pairs) + "]",
-            f'"{layout.K_FP_START}":' + (time if self.has_fp else "null"),
-            f'"{layout.K_BP_END}":' + (time if self.has_bp else "null"),
-            f'"{layout.K_REDUCE}":[' + ",".join([pair] * self.reduce_pairs) + "]",
-            f'"{layout.K_ITERATION_END}":{time}',
-            f'"{layout.K_STEP}":' + ("%d" if self.has_step else "null"),
-        ]
-        return "{" + ",".join(parts) + "}\n"
+        """The record template of this graph's probe vector, built once (it is filled on every traced step)."""
+        return line_template(self.get_next_pairs, self.has_fp, self.has_bp, self.reduce_pairs, self.has_step)
 
     def step(self, values: np.ndarray) -> int | None:
         """The global step the vector carries (its last value), if the graph has one."""

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.config import Resolution
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
-from npu_tf_profiling.runtime.task_capture import frame_task_record
-from npu_tf_profiling.runtime.writer import AppendOnlyWriter, StorageBudget, write_json_atomically
+from npu_tf_profiling.raw_format.task_record import frame_task_record
+from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
+from npu_tf_profiling.raw_format.atomic import atomic_write_json
 
 _RANDOM_ALPHABET = string.ascii_uppercase + string.digits
 
@@ -73,7 +74,7 @@ class ProfilingRun:
                 if op_types is not None:
                     path = layout.graph_ops_path(self.prof_dir, self.device_id, entry.model_id)
                     try:
-                        write_json_atomically(path, op_types)
+                        atomic_write_json(path, op_types)
                     except OSError as exc:
                         warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
@@ -124,7 +125,7 @@ class ProfilingRun:
         }
         path = layout.device_dir(self.prof_dir, self.device_id) / layout.INFO_FILE
         try:
-            write_json_atomically(path, info)
+            atomic_write_json(path, info)
         except OSError as exc:
             warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
 

@@ -4,19 +4,16 @@
 expensive (+144% to +368% per step here), so it is switched on only for the
 iterations the collection window selects; every other iteration pays nothing.
 The StepStats are stored raw (serialized protobuf, one framed record per
-iteration, see `layout`) and decoded offline by `reports`, so the training
+iteration, see `raw_format.task_record`) and decoded offline by `reports`, so the training
 process does no analysis work. The step stats use the same wall clock as the
 step-trace probes, so tasks and step trace line up on one timeline.
 """
 from __future__ import annotations
 
-import json
-import struct
 from typing import Any
 
 from tensorflow.core.protobuf import config_pb2
 
-from npu_tf_profiling import layout
 
 
 _FULL_TRACE = config_pb2.RunOptions(trace_level=config_pb2.RunOptions.FULL_TRACE)
@@ -97,11 +94,3 @@ def extract_field(message: bytes, field_number: int) -> bytes:
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
     return b""
-
-
-def frame_task_record(header: dict[str, Any], step_stats: bytes) -> bytes:
-    """One task_trace.bin record: magic | u32 header length | header JSON | u64 payload length | payload."""
-    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    return b"".join(
-        (layout.TASK_MAGIC, struct.pack("<I", len(head)), head, struct.pack("<Q", len(step_stats)), step_stats)
-    )

@@ -32,7 +32,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from npu_tf_profiling.reports import chrome_trace
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import RawDataWarning
 
 # Track kinds, in display order, and the suffix after "Step Trace(Model ID:N)".

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
 
 T0 = 1_700_000_000_000_000.0  # µs since the epoch (Nov 2023)
 

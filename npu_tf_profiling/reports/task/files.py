@@ -7,8 +7,6 @@ name and is moved into place when complete, like the step_trace files.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 import warnings
 from collections import defaultdict
@@ -18,15 +16,16 @@ from typing import Optional
 
 import pandas as pd
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports import msprof_timeline as mt
-from npu_tf_profiling.reports import op_summary as ops
-from npu_tf_profiling.reports import raw as raw_mod
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.atomic import AtomicFile, atomic_write_text
+from npu_tf_profiling.reports.task import timeline as mt
+from npu_tf_profiling.reports.task import op_summary as ops
+from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import BadInputError, RawDataWarning
 from npu_tf_profiling.reports.prof_dir import ProfData
-from npu_tf_profiling.reports.step_trace_timeline import step_trace_events
-from npu_tf_profiling.reports.task_trace import TaskTable, load_device_tasks
+from npu_tf_profiling.reports.step.timeline import step_trace_events
+from npu_tf_profiling.reports.task.task_trace import TaskTable, load_device_tasks
 
 TASK_TIME_STEM = "task_time"
 OP_SUMMARY_STEM = "op_summary"
@@ -103,32 +102,6 @@ def _iteration_times(table: st.StepTraceTable, device_id: int) -> pd.DataFrame:
     return out
 
 
-class _TextFile:
-    """A text file written under a temporary name and moved into place by ``commit``."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        self.tmp = Path(tmp)
-        self.handle = os.fdopen(fd, "w", encoding="utf-8", newline="")
-
-    def commit(self) -> Path:
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
-        self.handle.close()
-        os.replace(self.tmp, self.path)
-        return self.path
-
-    def abort(self) -> None:
-        if not self.handle.closed:
-            self.handle.close()
-        try:
-            self.tmp.unlink()
-        except FileNotFoundError:
-            pass
-
-
 def _device_note(table: TaskTable) -> str:
     n_iter = int((table.iterations["n_tasks"] > 0).sum())
     parts = [f"device {table.device_id}: {len(table)} tasks in {n_iter} traced iteration(s)"]
@@ -170,7 +143,7 @@ def write_task_files(
         step_table = st.empty_table()
     task_time_path, summary_path, statistic_path = task_paths(prof_dir, timestamp)
     out_dir = layout.report_dir(prof_dir)
-    csv_file = _TextFile(task_time_path)
+    csv_file = AtomicFile(task_time_path)
     writer = mt.SplitTimelineWriter(out_dir, timestamp, timeline_budget_bytes)
     summaries: list[pd.DataFrame] = []
     statistics: list[pd.DataFrame] = []
@@ -212,13 +185,8 @@ def write_task_files(
             (summary_path, summaries, ops.OP_SUMMARY_COLUMNS),
             (statistic_path, statistics, ops.OP_STATISTIC_COLUMNS),
         ):
-            handle = _TextFile(path)
-            try:
-                handle.handle.write(ops.frames_to_csv(frames, columns))
-            except BaseException:
-                handle.abort()
-                raise
-            result.paths.append(handle.commit())
+            atomic_write_text(path, ops.frames_to_csv(frames, columns))
+            result.paths.append(path)
         clock = time.perf_counter()
         parts = writer.finish()
         timings["timeline"] += time.perf_counter() - clock

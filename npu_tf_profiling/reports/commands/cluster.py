@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from npu_tf_profiling.reports import cluster_timeline as ctl
-from npu_tf_profiling.reports import slow_rank as sr
+from npu_tf_profiling.reports.cluster import timeline as ctl
+from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.exit_codes import EXIT_OK
-from npu_tf_profiling.reports._cli_common import warnings_to
-from npu_tf_profiling.reports.cluster_analysis import write_cluster_analysis
+from npu_tf_profiling.reports.commands.common import warnings_to
+from npu_tf_profiling.reports.cluster.analysis import write_cluster_analysis
 from npu_tf_profiling.reports.errors import ReportError
 
 PROG = "npu-tf-prof cluster"

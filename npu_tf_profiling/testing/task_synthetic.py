@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports import step_stats
-from npu_tf_profiling.reports.task_trace import PROBE_PREFIX, frame_record
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.task import step_stats
+from npu_tf_profiling.raw_format.task_record import frame_task_record
+from npu_tf_profiling.reports.task.task_trace import PROBE_PREFIX
 
 T0_NS = 1_700_000_000_000_000_000  # Nov 2023, ns since the epoch
 PROF_TS = "20240102030405"
@@ -231,6 +232,6 @@ def write_synthetic_prof_dir(
             if it.traced:
                 header = {layout.K_MODEL_ID: model_id, layout.K_RUN: i, layout.K_STEP: step,
                           layout.K_RUN_START: it.run_start_us, layout.K_RUN_END: it.run_end_us}
-                tasks.write(frame_record(header, template.serialize(fp_ns)))
+                tasks.write(frame_task_record(header, template.serialize(fp_ns)))
             prev_end_ns = run_end_ns
     return run

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
 HIGHLY_INPUT_BOUND = "highly input-bound"

@@ -33,8 +33,6 @@ the report prints a line when it split.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -42,8 +40,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports import chrome_trace
-from npu_tf_profiling.reports.task_trace import TASK_TYPES, TaskTable
+from npu_tf_profiling.reports.task.task_trace import TASK_TYPES, TaskTable
 
 MSPROF_STEM = "msprof"
 DEFAULT_BUDGET_BYTES = 200 * 1024 * 1024
@@ -93,7 +92,7 @@ class SplitTimelineWriter:
         self._process_meta: dict[int, list[str]] = {}
         self._thread_meta: dict[tuple[int, int], list[str]] = {}
         self._meta_bytes = 0
-        self._tmp_paths: list[Path] = []
+        self._parts: list[AtomicFile] = []
         self._counts: list[int] = []
         self._handle: Any = None
         self._used = 0
@@ -117,9 +116,9 @@ class SplitTimelineWriter:
 
     # ----- files ------------------------------------------------------------------------------
     def _open(self) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{MSPROF_STEM}_{self.timestamp}.", suffix=".tmp", dir=self.out_dir)
-        self._handle = os.fdopen(fd, "w", encoding="ascii", newline="")
-        self._tmp_paths.append(Path(tmp))
+        part = AtomicFile(self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json", encoding="ascii")
+        self._parts.append(part)
+        self._handle = part.handle
         self._counts.append(0)
         self._handle.write("[")
         self._used = 1
@@ -135,10 +134,7 @@ class SplitTimelineWriter:
         if meta:
             self._handle.write(("," if self._counts[-1] else "") + ",".join(meta))
         self._handle.write("]\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
-        self._handle = None
+        self._handle = None  # the part is flushed, fsync'ed and closed when committed in `finish`
 
     def write(self, events: Sequence[str], pids: np.ndarray, tids: np.ndarray) -> None:
         """Append encoded span events; ``pids``/``tids`` give each event's track."""
@@ -175,17 +171,17 @@ class SplitTimelineWriter:
 
     def finish(self) -> TimelineParts:
         """Close the last file and move the files into place (removing stale parts of this <ts>)."""
-        if self._handle is None and not self._tmp_paths:
+        if self._handle is None and not self._parts:
             self._open()
         if self._handle is not None:
             self._close()
-        n = len(self._tmp_paths)
+        n = len(self._parts)
         if n == 1:
             finals = [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json"]
         else:
             finals = [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}_{i}.json" for i in range(1, n + 1)]
-        for tmp, final in zip(self._tmp_paths, finals):
-            os.replace(tmp, final)
+        for part, final in zip(self._parts, finals):
+            part.commit(final)
         keep = set(finals)
         for stale in [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json", *self.out_dir.glob(f"{MSPROF_STEM}_{self.timestamp}_*.json")]:
             if stale not in keep and stale.exists() and _is_part_name(stale.name, self.timestamp):
@@ -193,14 +189,9 @@ class SplitTimelineWriter:
         return TimelineParts(paths=finals, events=list(self._counts), budget_bytes=self.budget)
 
     def abort(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-        for tmp in self._tmp_paths:
-            try:
-                tmp.unlink()
-            except FileNotFoundError:
-                pass
+        self._handle = None
+        for part in self._parts:
+            part.abort()
 
 
 def _is_part_name(name: str, timestamp: str) -> bool:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
-from npu_tf_profiling.reports._cli_common import for_each_prof_dir
+from npu_tf_profiling.reports.commands.common import for_each_prof_dir
 from npu_tf_profiling.reports.errors import BadInputError
 from npu_tf_profiling.reports.prof_dir import check_timestamp
 from npu_tf_profiling.reports.writer import write_all_reports

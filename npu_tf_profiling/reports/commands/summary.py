@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from npu_tf_profiling.exit_codes import EXIT_OK
-from npu_tf_profiling.reports._cli_common import for_each_prof_dir
-from npu_tf_profiling.reports.summary import ProfSummary, summarize_prof_dir
+from npu_tf_profiling.reports.commands.common import for_each_prof_dir
+from npu_tf_profiling.reports.step.summary import ProfSummary, summarize_prof_dir
 
 PROG = "npu-tf-prof summary"
 

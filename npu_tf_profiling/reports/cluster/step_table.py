@@ -46,7 +46,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.reports.step import table as st
 
 CSV_NAME = "cluster_step_trace_time.csv"
 

@@ -28,9 +28,9 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports import raw as raw_mod
-from npu_tf_profiling.reports import step_trace as st
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
 
 CLUSTER_OUTPUT_DIR = "cluster_analysis_output"

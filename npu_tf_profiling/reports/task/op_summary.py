@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling.reports.task_trace import TASK_TYPES, TaskTable
+from npu_tf_profiling.reports.task.task_trace import TASK_TYPES, TaskTable
 
 NA = "N/A"
 

@@ -5,14 +5,13 @@ moment, so the reader must never trust the last line, and must never hide that
 it dropped something: every skipped line is counted, listed with its line
 number in a ``RawDataWarning``, and kept in ``TraceRead.skipped``.
 
-The record contract lives in ``npu_tf_profiling.layout``; this module only reads
+The record contract lives in ``npu_tf_profiling.raw_format.layout``; this module only reads
 it and turns it into a pandas DataFrame with one row per record and a derived
 ``iteration_id`` column (see ``assign_iteration_ids`` for the rule).
 """
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,10 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports.errors import RawDataWarning
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.errors import RawDataWarning
+from npu_tf_profiling.raw_format.metadata import read_json_object
+from npu_tf_profiling.raw_format.training_record import parse_record
 
 # Columns of the DataFrame returned by ``read_training_trace`` (in this order).
 RAW_COLUMNS = [
@@ -77,84 +78,6 @@ class DeviceRaw:
     device_dir: Path
     info: dict[str, Any]
     trace: Optional[TraceRead]  # None when the folder has no training_trace file
-
-
-class BadRecordError(ValueError):
-    """A raw record (a training_trace line, a task_trace header) that does not follow the contract."""
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def optional_time(record: dict, key: str) -> Optional[float]:
-    """A nullable timestamp: absent, null and non-finite all mean "not measured"."""
-    value = record.get(key)
-    if value is None:
-        return None
-    if not _is_number(value):
-        raise BadRecordError(f"{key!r} is not a number: {value!r}")
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _pairs(record: dict, key: str) -> list[tuple[Optional[float], Optional[float]]]:
-    value = record.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise BadRecordError(f"{key!r} is not a list of [start, end] pairs")
-    out = []
-    for item in value:
-        if not isinstance(item, (list, tuple)) or len(item) != 2:
-            raise BadRecordError(f"{key!r} holds {item!r}, not a [start, end] pair")
-        pair = []
-        for v in item:
-            if v is None:
-                pair.append(None)
-            elif _is_number(v):
-                pair.append(float(v) if math.isfinite(float(v)) else None)
-            else:
-                raise BadRecordError(f"{key!r} holds a non-number {v!r}")
-        out.append((pair[0], pair[1]))
-    return out
-
-
-def optional_int(record: dict, key: str, required: bool) -> Optional[int]:
-    value = record.get(key)
-    if value is None:
-        if required:
-            raise BadRecordError(f"{key!r} is missing")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        # JSON writers sometimes emit 7.0; accept integral floats only.
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise BadRecordError(f"{key!r} is not an integer: {value!r}")
-    return value
-
-
-def parse_record(obj: Any) -> dict[str, Any]:
-    """Check one decoded JSON value against the record contract; return a clean row.
-
-    Raises ``ValueError`` naming the problem. Only ``model_id``, ``run`` and a
-    finite ``iteration_end`` are required: everything else may be null/absent.
-    """
-    if not isinstance(obj, dict):
-        raise BadRecordError(f"not a JSON object: {type(obj).__name__}")
-    end = optional_time(obj, layout.K_ITERATION_END)
-    if end is None:
-        raise BadRecordError(f"{layout.K_ITERATION_END!r} is missing or not finite")
-    return {
-        layout.K_MODEL_ID: optional_int(obj, layout.K_MODEL_ID, required=True),
-        layout.K_RUN: optional_int(obj, layout.K_RUN, required=True),
-        layout.K_STEP: optional_int(obj, layout.K_STEP, required=False),
-        layout.K_FP_START: optional_time(obj, layout.K_FP_START),
-        layout.K_BP_END: optional_time(obj, layout.K_BP_END),
-        layout.K_ITERATION_END: end,
-        layout.K_GET_NEXT: _pairs(obj, layout.K_GET_NEXT),
-        layout.K_REDUCE: _pairs(obj, layout.K_REDUCE),
-    }
 
 
 def _empty_frame() -> pd.DataFrame:
@@ -258,26 +181,6 @@ def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") ->
         id_source[int(model_id)] = ID_FROM_RUN
     frame[ITERATION_ID] = ids
     return frame, id_source
-
-
-def read_json_object(path: Path, without_it: str) -> dict[str, Any] | None:
-    """A JSON object file, or None (with a warning naming the file and `without_it`) if absent or bad.
-
-    Metadata files are helpers for the reports, never preconditions: a damaged one
-    must not stop a report built from intact raw records.
-    """
-    if not path.is_file():
-        warnings.warn(f"{path}: missing; {without_it}", RawDataWarning, stacklevel=3)
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warnings.warn(f"{path}: unreadable ({exc}); {without_it}", RawDataWarning, stacklevel=3)
-        return None
-    if not isinstance(data, dict):
-        warnings.warn(f"{path}: not a JSON object; {without_it}", RawDataWarning, stacklevel=3)
-        return None
-    return data
 
 
 def read_info(device_dir: Path | str) -> dict[str, Any]:

@@ -8,12 +8,10 @@ which the readers skip. Any OSError (disk full, permission lost) or reaching
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
 
 
 class StorageBudget:
@@ -75,11 +73,3 @@ class AppendOnlyWriter:
             except OSError:
                 pass
             self._fd = None
-
-
-def write_json_atomically(path: Path, payload: Any) -> None:
-    """Small metadata files (info.json) are replaced whole, never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str), encoding="utf-8")
-    os.replace(tmp, path)

@@ -29,8 +29,8 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling import layout
-from npu_tf_profiling.reports.raw import ITERATION_ID
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.step.records import ITERATION_ID
 
 NA = "N/A"
 

@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports import chrome_trace
-from npu_tf_profiling.reports import step_trace as st
-from npu_tf_profiling.reports.cluster_data import ClusterData, RankData
+from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.cluster.data import ClusterData, RankData
 from npu_tf_profiling.reports.errors import RawDataWarning
-from npu_tf_profiling.reports.step_trace_timeline import (
+from npu_tf_profiling.reports.step.timeline import (
     TRACK_GETNEXT,
     TRACK_ITERATION,
     TRACK_PHASES,
@@ -106,13 +106,13 @@ def _shifted(table: st.StepTraceTable, shifts: dict[int, float]) -> st.StepTrace
 
 def task_source(rank: RankData, rows: pd.DataFrame, first_tid: int, shift_us: float) -> tuple[list[chrome_trace.Event], list[str]]:
     """The rank's tasks (task_trace), one track per TensorFlow device/thread, after its step-trace tracks."""
-    from npu_tf_profiling import layout
+    from npu_tf_profiling.raw_format import layout
 
     if not (rank.device_dir / layout.DATA_DIR / layout.TASK_TRACE_FILE).is_file():
         return [], []
     try:
-        from npu_tf_profiling.reports.msprof_timeline import lanes_of_sorted, ns_to_us
-        from npu_tf_profiling.reports.task_trace import load_device_tasks
+        from npu_tf_profiling.reports.task.timeline import lanes_of_sorted, ns_to_us
+        from npu_tf_profiling.reports.task.task_trace import load_device_tasks
     except ImportError as exc:  # the task reader is optional for the cluster view
         return [], [f"rank {rank.rank}: tasks left out of the timeline ({exc})"]
     table = load_device_tasks(rank.device_dir, rank.rank, rank.info, rank.trace)

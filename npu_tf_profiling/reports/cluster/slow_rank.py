@@ -54,7 +54,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling.reports import cluster_step_trace as cst
+from npu_tf_profiling.reports.cluster import step_table as cst
 
 JSON_NAME = "slow_rank.json"
 TEXT_NAME = "slow_rank.txt"

@@ -6,7 +6,7 @@
         slow_rank.txt                 the same as a text verdict (also printed by the command)
         cluster_timeline.json         every rank on one clock (Chrome trace / Perfetto)
 
-Each file is written whole through a temporary name (``writer.atomic_write_text``),
+Each file is written whole through a temporary name (``raw_format.atomic``),
 so re-running replaces the previous analysis in one step. Never imports TensorFlow.
 """
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Optional
 
 import pandas as pd
 
-from npu_tf_profiling.reports import cluster_step_trace as cst
-from npu_tf_profiling.reports import cluster_timeline as ctl
-from npu_tf_profiling.reports import slow_rank as sr
-from npu_tf_profiling.reports.cluster_data import CLUSTER_OUTPUT_DIR, ClusterData, load_cluster
-from npu_tf_profiling.reports.writer import atomic_write_text
+from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.reports.cluster import timeline as ctl
+from npu_tf_profiling.reports.cluster import slow_rank as sr
+from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, ClusterData, load_cluster
+from npu_tf_profiling.raw_format.atomic import atomic_write_text
 
 
 @dataclass

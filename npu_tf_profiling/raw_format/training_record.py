@@ -1,0 +1,104 @@
+"""One training_trace record, both directions: the line template the runtime fills and the checks readers apply.
+
+The record (times are microseconds since the Unix epoch) is described in
+``docs/output_format.md``. Encoding fills a %-format template built once per
+graph, because it runs on every traced step and must cost microseconds;
+decoding checks every field, because the file may be torn or edited.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.errors import BadRecordError
+
+
+def line_template(get_next_pairs: int, has_fp: bool, has_bp: bool, reduce_pairs: int, has_step: bool) -> str:
+    """A %-format for one record line: ``template % (model_id, run, *times[, step])``."""
+    time = "%.1f"
+    pair = f"[{time},{time}]"
+    parts = [
+        f'"{layout.K_MODEL_ID}":%d,"{layout.K_RUN}":%d',
+        f'"{layout.K_GET_NEXT}":[' + ",".join([pair] * get_next_pairs) + "]",
+        f'"{layout.K_FP_START}":' + (time if has_fp else "null"),
+        f'"{layout.K_BP_END}":' + (time if has_bp else "null"),
+        f'"{layout.K_REDUCE}":[' + ",".join([pair] * reduce_pairs) + "]",
+        f'"{layout.K_ITERATION_END}":{time}',
+        f'"{layout.K_STEP}":' + ("%d" if has_step else "null"),
+    ]
+    return "{" + ",".join(parts) + "}\n"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def optional_time(record: dict, key: str) -> Optional[float]:
+    """A nullable timestamp: absent, null and non-finite all mean "not measured"."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise BadRecordError(f"{key!r} is not a number: {value!r}")
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _pairs(record: dict, key: str) -> list[tuple[Optional[float], Optional[float]]]:
+    value = record.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadRecordError(f"{key!r} is not a list of [start, end] pairs")
+    out = []
+    for item in value:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise BadRecordError(f"{key!r} holds {item!r}, not a [start, end] pair")
+        pair = []
+        for v in item:
+            if v is None:
+                pair.append(None)
+            elif _is_number(v):
+                pair.append(float(v) if math.isfinite(float(v)) else None)
+            else:
+                raise BadRecordError(f"{key!r} holds a non-number {v!r}")
+        out.append((pair[0], pair[1]))
+    return out
+
+
+def optional_int(record: dict, key: str, required: bool) -> Optional[int]:
+    value = record.get(key)
+    if value is None:
+        if required:
+            raise BadRecordError(f"{key!r} is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        # JSON writers sometimes emit 7.0; accept integral floats only.
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise BadRecordError(f"{key!r} is not an integer: {value!r}")
+    return value
+
+
+def parse_record(obj: Any) -> dict[str, Any]:
+    """Check one decoded JSON value against the record contract; return a clean row.
+
+    Raises ``ValueError`` naming the problem. Only ``model_id``, ``run`` and a
+    finite ``iteration_end`` are required: everything else may be null/absent.
+    """
+    if not isinstance(obj, dict):
+        raise BadRecordError(f"not a JSON object: {type(obj).__name__}")
+    end = optional_time(obj, layout.K_ITERATION_END)
+    if end is None:
+        raise BadRecordError(f"{layout.K_ITERATION_END!r} is missing or not finite")
+    return {
+        layout.K_MODEL_ID: optional_int(obj, layout.K_MODEL_ID, required=True),
+        layout.K_RUN: optional_int(obj, layout.K_RUN, required=True),
+        layout.K_STEP: optional_int(obj, layout.K_STEP, required=False),
+        layout.K_FP_START: optional_time(obj, layout.K_FP_START),
+        layout.K_BP_END: optional_time(obj, layout.K_BP_END),
+        layout.K_ITERATION_END: end,
+        layout.K_GET_NEXT: _pairs(obj, layout.K_GET_NEXT),
+        layout.K_REDUCE: _pairs(obj, layout.K_REDUCE),
+    }
