@@ -52,7 +52,7 @@ from npu_tf_profiling.raw_format import layout  # noqa: E402
 from npu_tf_profiling.reports.task import timeline as mt  # noqa: E402
 from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir  # noqa: E402
 from npu_tf_profiling.raw_format.task_record import FramedRecord, frame_task_record, iter_framed_records  # noqa: E402
-from npu_tf_profiling.reports.task.task_trace import load_device_tasks  # noqa: E402
+from npu_tf_profiling.reports.task.table import load_device_tasks  # noqa: E402
 
 CHILD = """
 import json, sys, time

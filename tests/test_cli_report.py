@@ -113,7 +113,7 @@ import npu_tf_profiling.reports
 import npu_tf_profiling.reports.commands.report, npu_tf_profiling.reports.commands.summary
 from npu_tf_profiling.reports import write_step_trace_reports, summarize_prof_dir, validate_chrome_trace
 from npu_tf_profiling.reports import write_all_reports, read_task_trace, load_device_tasks, task_windows
-import npu_tf_profiling.reports.task.step_stats, npu_tf_profiling.reports.task.task_trace, npu_tf_profiling.reports.task.op_summary
+import npu_tf_profiling.reports.task.step_stats, npu_tf_profiling.reports.task.records, npu_tf_profiling.reports.task.table, npu_tf_profiling.reports.task.op_summary
 import npu_tf_profiling.reports.task.timeline, npu_tf_profiling.reports.task.files
 from npu_tf_profiling.cli import main
 assert main(["report", {str(prof)!r}]) == 0

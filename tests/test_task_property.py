@@ -15,7 +15,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.testing.task_synthetic import PROF_TS, SynthOp, write_synthetic_prof_dir
-from npu_tf_profiling.reports.task.task_trace import load_device_tasks, task_windows
+from npu_tf_profiling.reports.task.table import load_device_tasks, task_windows
 from npu_tf_profiling.reports.writer import write_all_reports
 
 _op = st.tuples(st.integers(0, 50_000), st.integers(0, 20_000), st.integers(0, 2), st.sampled_from(["MatMul", "Relu", "NcclAllReduce"]))

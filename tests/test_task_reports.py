@@ -23,13 +23,9 @@ from npu_tf_profiling.testing.task_synthetic import (
     write_synthetic_prof_dir,
 )
 from npu_tf_profiling.raw_format.task_record import frame_task_record as frame_record
-from npu_tf_profiling.reports.task.task_trace import (
-    is_reported_name,
-    load_device_tasks,
-    op_type_from_label,
-    read_task_trace,
-    task_windows,
-)
+from npu_tf_profiling.reports.task.classify import is_reported_name, op_type_from_label
+from npu_tf_profiling.reports.task.records import read_task_trace
+from npu_tf_profiling.reports.task.table import load_device_tasks, task_windows
 from npu_tf_profiling.reports.writer import write_all_reports
 
 from tests.no_tensorflow import run_without_tensorflow
@@ -424,7 +420,7 @@ def test_two_devices_and_two_models_share_one_set_of_files(tmp_path):
 
 
 def test_communication_op_types():
-    from npu_tf_profiling.reports.task.task_trace import is_communication_type
+    from npu_tf_profiling.reports.task.classify import is_communication_type
 
     for op_type in ("CollectiveReduceV2", "NcclAllReduce", "HorovodAllreduce", "HcomAllReduce", "CollectiveBcastSend"):
         assert is_communication_type(op_type)
@@ -438,7 +434,7 @@ def test_task_reports_never_import_tensorflow(tmp_path):
     code = f"""
 import npu_tf_profiling.reports
 from npu_tf_profiling.reports import write_all_reports, read_task_trace, load_device_tasks, task_windows
-import npu_tf_profiling.reports.task.step_stats, npu_tf_profiling.reports.task.task_trace, npu_tf_profiling.reports.task.op_summary
+import npu_tf_profiling.reports.task.step_stats, npu_tf_profiling.reports.task.records, npu_tf_profiling.reports.task.table, npu_tf_profiling.reports.task.op_summary
 import npu_tf_profiling.reports.task.timeline, npu_tf_profiling.reports.task.files, npu_tf_profiling.testing.task_synthetic
 import npu_tf_profiling.config.schedule
 from npu_tf_profiling.cli import main

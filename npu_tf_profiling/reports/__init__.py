@@ -30,9 +30,9 @@ from typing import Any
 _LAZY = {
     "write_step_trace_reports": "npu_tf_profiling.reports.writer",
     "write_all_reports": "npu_tf_profiling.reports.writer",
-    "read_task_trace": "npu_tf_profiling.reports.task.task_trace",
-    "load_device_tasks": "npu_tf_profiling.reports.task.task_trace",
-    "task_windows": "npu_tf_profiling.reports.task.task_trace",
+    "read_task_trace": "npu_tf_profiling.reports.task.records",
+    "load_device_tasks": "npu_tf_profiling.reports.task.table",
+    "task_windows": "npu_tf_profiling.reports.task.table",
     "load_prof_dir": "npu_tf_profiling.reports.prof_dir",
     "find_prof_dirs": "npu_tf_profiling.reports.prof_dir",
     "read_training_trace": "npu_tf_profiling.reports.step.records",

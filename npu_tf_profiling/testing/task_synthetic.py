@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.task import step_stats
 from npu_tf_profiling.raw_format.task_record import frame_task_record
-from npu_tf_profiling.reports.task.task_trace import PROBE_PREFIX
+from npu_tf_profiling.reports.task.classify import PROBE_PREFIX
 
 T0_NS = 1_700_000_000_000_000_000  # Nov 2023, ns since the epoch
 PROF_TS = "20240102030405"

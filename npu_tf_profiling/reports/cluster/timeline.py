@@ -112,7 +112,7 @@ def task_source(rank: RankData, rows: pd.DataFrame, first_tid: int, shift_us: fl
         return [], []
     try:
         from npu_tf_profiling.reports.task.timeline import lanes_of_sorted, ns_to_us
-        from npu_tf_profiling.reports.task.task_trace import load_device_tasks
+        from npu_tf_profiling.reports.task.table import load_device_tasks
     except ImportError as exc:  # the task reader is optional for the cluster view
         return [], [f"rank {rank.rank}: tasks left out of the timeline ({exc})"]
     table = load_device_tasks(rank.device_dir, rank.rank, rank.info, rank.trace)

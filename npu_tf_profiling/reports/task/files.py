@@ -25,7 +25,7 @@ from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import BadInputError, RawDataWarning
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step.timeline import step_trace_events
-from npu_tf_profiling.reports.task.task_trace import TaskTable, load_device_tasks
+from npu_tf_profiling.reports.task.table import TaskTable, load_device_tasks
 
 TASK_TIME_STEM = "task_time"
 OP_SUMMARY_STEM = "op_summary"

@@ -24,7 +24,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling.reports.task.task_trace import TASK_TYPES, TaskTable
+from npu_tf_profiling.reports.task.classify import TASK_TYPES
+from npu_tf_profiling.reports.task.table import TaskTable
 
 NA = "N/A"
 

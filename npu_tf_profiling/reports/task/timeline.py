@@ -42,7 +42,8 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports import chrome_trace
-from npu_tf_profiling.reports.task.task_trace import TASK_TYPES, TaskTable
+from npu_tf_profiling.reports.task.classify import TASK_TYPES
+from npu_tf_profiling.reports.task.table import TaskTable
 
 MSPROF_STEM = "msprof"
 DEFAULT_BUDGET_BYTES = 200 * 1024 * 1024

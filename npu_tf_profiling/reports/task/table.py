@@ -1,29 +1,4 @@
-"""Read ``device_<id>/data/task_trace.bin`` and turn it into the per-task table.
-
-The raw format is defined in ``npu_tf_profiling.raw_format.layout``: framed records, one
-per traced iteration, each ``TASK_MAGIC | uint32 LE header length | header
-(UTF-8 JSON) | uint64 LE payload length | payload (serialized StepStats)``.
-Decoding needs no TensorFlow (``step_stats`` declares the messages).
-
-Reading never trusts the end of the file and never drops anything silently:
-a torn last record (the process was killed mid-write), bytes that do not
-start with the marker (the reader skips to the next marker), a header that is
-not the contract's JSON or a payload that is not a StepStats are each listed
-with their byte offset in a ``RawDataWarning`` and kept in ``TaskTrace.skipped``.
-
-Which nodes become tasks (``is_reported_name``):
-
-* a node whose name starts with ``_`` is executor plumbing and is skipped:
-  ``_SOURCE``, ``_SINK``, the feed/fetch nodes ``_arg_*``/``_retval_*``
-  (``_recv_*``/``_send_*`` in older graphs) and partitioning's ``_Send``/
-  ``_Recv``. TensorFlow rejects user op names that start with ``_``, so the
-  rule never hides a user op;
-* a node whose name starts with ``npu_tf_profiling_probes/`` is one of the
-  profiler's own timestamp probes and is skipped;
-* when a GPU's ``.../stream:all`` device is recorded beside its per-stream
-  devices it repeats their kernels, so it is skipped (kept if it is the only one).
-
-Each skipped kind is counted (``TaskTable.skipped``) and the reports say how many.
+"""The per-task table of one device folder, joined to the step trace's iterations.
 
 Columns of the task table (``TaskTable.frame``), one row per reported task,
 sorted by Model ID, Iteration ID, start, track:
@@ -53,199 +28,37 @@ sorted by Model ID, Iteration ID, start, track:
 """
 from __future__ import annotations
 
-import re
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
 import numpy as np
 import pandas as pd
-from google.protobuf.message import DecodeError
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.reports.task import step_stats
-from npu_tf_profiling.raw_format.errors import RawDataWarning
-from npu_tf_profiling.raw_format.metadata import read_json_object
-from npu_tf_profiling.raw_format.task_record import SkippedRecord, iter_framed_records
 from npu_tf_profiling.reports.step.records import ID_FROM_RUN, ID_FROM_STEP, TraceRead
-
-PROBE_PREFIX = "npu_tf_profiling_probes/"
-PLUMBING_PREFIX = "_"
-
-TASK_CPU = "CPU"
-TASK_GPU = "GPU kernel"
-TASK_HOST_CPU = "host CPU"
-TASK_COMMUNICATION = "communication"
-TASK_TYPES = (TASK_CPU, TASK_GPU, TASK_HOST_CPU, TASK_COMMUNICATION)
-COMMUNICATION_PREFIXES = ("Collective", "Nccl", "Horovod", "Hcom")
-UNKNOWN_OP_TYPE = "unknown"
-
-# Skipped-node kinds, as counted in TaskTable.skipped.
-SKIP_PLUMBING = "executor nodes (names starting with '_')"
-SKIP_PROBES = f"profiler probe ops ('{PROBE_PREFIX}*')"
-SKIP_STREAM_ALL = "GPU '/stream:all' copies of per-stream kernels"
-SKIP_HOST_CPU = "host CPU ops (aicpu is not 'on')"
-
-_MAX_IN_WARNING = 10
-
-
-def is_reported_name(name: str) -> bool:
-    """Whether a StepStats node of this name is a task in the reports (see module doc)."""
-    return not (name.startswith(PLUMBING_PREFIX) or name.startswith(PROBE_PREFIX))
+from npu_tf_profiling.reports.task.classify import (
+    PLUMBING_PREFIX,
+    PROBE_PREFIX,
+    SKIP_HOST_CPU,
+    SKIP_PLUMBING,
+    SKIP_PROBES,
+    SKIP_STREAM_ALL,
+    STREAM_DEVICE,
+    TASK_COMMUNICATION,
+    TASK_CPU,
+    TASK_GPU,
+    TASK_HOST_CPU,
+    TASK_TYPES,
+    UNKNOWN_OP_TYPE,
+    aicpu_enabled,
+    is_communication_type,
+    is_gpu_device,
+    short_device,
+)
+from npu_tf_profiling.reports.task.records import TaskTrace, read_graph_ops, read_task_trace
 
 
-def is_gpu_device(device: str) -> bool:
-    return "GPU" in device or "/stream:" in device or "/memcpy" in device
-
-
-def is_communication_type(op_type: str) -> bool:
-    return op_type.startswith(COMMUNICATION_PREFIXES)
-
-
-_STREAM = re.compile(r"/stream:(\d+)")
-_DEVICE = re.compile(r"device:(.*)$")
-
-
-def short_device(device: str) -> str:
-    """``/job:localhost/replica:0/task:0/device:CPU:0`` -> ``CPU:0`` (others unchanged)."""
-    match = _DEVICE.search(device)
-    return match.group(1) if match else device
-
-
-def op_type_from_label(label: str, name: str) -> Optional[str]:
-    """The op type in a StepStats ``timeline_label``, or None.
-
-    CPU/GPU op labels read ``name = Type(input, ...)`` (TensorFlow's timeline
-    parses them the same way); GPU tracer kernel labels carry ``@@name:Type#``.
-    """
-    at = label.find("@@")
-    if at >= 0:
-        hash_at = label.find("#", at)
-        fields = label[at + 2 : hash_at if hash_at > at else None].split(":")
-        return fields[1] if len(fields) > 1 and fields[1] else None
-    prefix = f"{name} = "
-    rest = label[len(prefix) :] if label.startswith(prefix) else label.partition(" = ")[2]
-    paren = rest.find("(")
-    if paren <= 0:
-        return None
-    return rest[:paren].strip() or None
-
-
-# ----- decoding into columns ---------------------------------------------------------------------
-@dataclass
-class TaskTrace:
-    """Every node of every usable record of one task_trace.bin, as columns.
-
-    ``records`` has one row per record (``record`` = its position in this
-    frame): model_id, run, step, run_start_us, run_end_us, offset, has_gpu.
-    Per node: ``record``, ``device`` (code into ``devices``), ``thread``,
-    ``name`` (code into ``names``), ``start_ns``/``end_ns`` (epoch ns).
-    ``labels`` holds, per name code, the timeline_label of the name's first
-    occurrence (parsed by ``label_type`` only for names graph_ops lacks).
-    """
-
-    path: Path
-    records: pd.DataFrame
-    names: list[str]
-    devices: list[str]
-    labels: list[str]
-    thread_names: dict[tuple[int, int], str]
-    record: np.ndarray
-    device: np.ndarray
-    thread: np.ndarray
-    name: np.ndarray
-    start_ns: np.ndarray
-    end_ns: np.ndarray
-    skipped: list[SkippedRecord] = field(default_factory=list)
-
-    @property
-    def node_count(self) -> int:
-        return int(self.name.shape[0])
-
-    def label_type(self, code: int) -> Optional[str]:
-        """The op type in the first timeline_label of name ``code`` (None when unparseable)."""
-        return op_type_from_label(self.labels[code], self.names[code])
-
-
-RECORD_COLUMNS = ["record", "offset", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, layout.K_RUN_START, layout.K_RUN_END, "has_gpu"]
-
-
-def _warn_skipped(path: Path, skipped: list[SkippedRecord]) -> None:
-    shown = "; ".join(f"offset {s.offset}: {s.reason}" for s in skipped[:_MAX_IN_WARNING])
-    more = len(skipped) - _MAX_IN_WARNING
-    if more > 0:
-        shown += f"; and {more} more"
-    warnings.warn(f"{path}: skipped {len(skipped)} unusable part(s) ({shown})", RawDataWarning, stacklevel=3)
-
-
-def read_task_trace(path: Union[Path, str]) -> TaskTrace:
-    """Decode a task_trace.bin into a ``TaskTrace`` (torn/corrupt parts skipped with a warning)."""
-    path = Path(path)
-    name_codes: dict[str, int] = {}
-    labels: list[str] = []
-    device_codes: dict[str, int] = {}
-    thread_names: dict[tuple[int, int], str] = {}
-    rec_rows: list[tuple] = []
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("record", "device", "thread", "name", "start_ns", "end_ns")}
-    skipped: list[SkippedRecord] = []
-    for item in iter_framed_records(path):
-        if isinstance(item, SkippedRecord):
-            skipped.append(item)
-            continue
-        try:
-            message = step_stats.parse_step_stats(item.payload)
-        except DecodeError as exc:
-            skipped.append(SkippedRecord(item.offset, f"payload is not a StepStats message ({exc})"))
-            continue
-        record = len(rec_rows)
-        has_gpu = False
-        for dev in message.dev_stats:
-            cols = step_stats.device_nodes(dev, name_codes)
-            for code, index in cols.new_names:
-                labels.append(cols.nodes[index].timeline_label)
-            dcode = device_codes.setdefault(cols.device, len(device_codes))
-            has_gpu = has_gpu or is_gpu_device(cols.device)
-            for tid, tname in cols.thread_names.items():
-                thread_names[(dcode, int(tid))] = tname
-            n = cols.name_code.shape[0]
-            parts["record"].append(np.full(n, record, dtype=np.int32))
-            parts["device"].append(np.full(n, dcode, dtype=np.int32))
-            parts["thread"].append(cols.thread_id)
-            parts["name"].append(cols.name_code)
-            parts["start_ns"].append(cols.start_ns)
-            parts["end_ns"].append(cols.end_ns)
-        h = item.header
-        rec_rows.append((record, item.offset, h[layout.K_MODEL_ID], h[layout.K_RUN], h[layout.K_STEP], h[layout.K_RUN_START], h[layout.K_RUN_END], has_gpu))
-    if skipped:
-        _warn_skipped(path, skipped)
-    dtypes = {"record": np.int32, "device": np.int32, "thread": np.int64, "name": np.int32, "start_ns": np.int64, "end_ns": np.int64}
-    arrays = {k: (np.concatenate(v) if v else np.zeros(0, dtype=dtypes[k])) for k, v in parts.items()}
-    records = pd.DataFrame(rec_rows, columns=RECORD_COLUMNS)
-    records = records.astype(
-        {"record": "int64", "offset": "int64", layout.K_MODEL_ID: "int64", layout.K_RUN: "int64", layout.K_STEP: "Int64",
-         layout.K_RUN_START: "float64", layout.K_RUN_END: "float64", "has_gpu": bool}
-    )
-    names = [""] * len(name_codes)
-    for name, code in name_codes.items():
-        names[code] = name
-    devices = [""] * len(device_codes)
-    for dev_name, code in device_codes.items():
-        devices[code] = dev_name
-    return TaskTrace(
-        path=path, records=records, names=names, devices=devices, labels=labels,
-        thread_names=thread_names, skipped=skipped, **arrays,
-    )
-
-
-def read_graph_ops(device_dir: Union[Path, str], model_id: int) -> dict[str, str]:
-    """``data/graph_ops_<model_id>.json`` ({op name: op type}); {} with a warning if absent or unreadable."""
-    path = Path(device_dir) / layout.DATA_DIR / layout.GRAPH_OPS_FILE.format(model_id=model_id)
-    data = read_json_object(path, "op types come from the timeline labels") or {}
-    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
-
-
-# ----- the task table -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Track:
     """One timeline track: a TensorFlow device string and a thread id."""
@@ -325,18 +138,6 @@ def _iteration_ids(records: pd.DataFrame, training: Optional[TraceRead]) -> tupl
     return ids, ends, n_unmatched
 
 
-def aicpu_enabled(info: dict[str, Any]) -> bool:
-    """Whether host CPU ops are reported: info.json's resolved options have ``aicpu`` on.
-
-    When info.json holds no options (missing or damaged file) nothing is known
-    to be off, so they are reported.
-    """
-    options = info.get("options") if isinstance(info, dict) else None
-    if not isinstance(options, dict):
-        return True
-    return options.get("aicpu") == "on"
-
-
 def build_task_table(
     trace: TaskTrace,
     device_id: int,
@@ -372,7 +173,7 @@ def build_task_table(
     stream_all = [i for i, d in enumerate(trace.devices) if d.endswith("/stream:all")]
     if stream_all:
         # Drop a record's stream:all device only when that record also has per-stream devices of the same GPU.
-        per_stream = np.array([bool(_STREAM.search(d)) and not d.endswith("/stream:all") for d in trace.devices])
+        per_stream = np.array([bool(STREAM_DEVICE.search(d)) and not d.endswith("/stream:all") for d in trace.devices])
         gpu_of = [d.rsplit("/stream:", 1)[0] if "/stream:" in d else d for d in trace.devices]
         pairs = pd.DataFrame({"record": trace.record, "device": trace.device}).drop_duplicates()
         pairs["gpu"] = [gpu_of[d] for d in pairs["device"]]
@@ -444,7 +245,7 @@ def build_task_table(
     for i, key in enumerate(uniq_keys.tolist()):
         dcode, tid = key >> 32, key & 0xFFFFFFFF
         device = trace.devices[dcode]
-        match = _STREAM.search(device)
+        match = STREAM_DEVICE.search(device)
         is_stream = bool(match) or "/memcpy" in device
         tracks.append(Track(device, tid, _track_label(device, tid, trace.thread_names, dcode, is_stream), is_stream))
         stream_of_track[i] = int(match.group(1)) if match else tid
