@@ -24,7 +24,7 @@ from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.cluster.analysis import analyze_cluster, write_cluster_analysis
-from npu_tf_profiling.reports.cluster.data import find_prof_dirs, load_cluster
+from npu_tf_profiling.reports.cluster.data import find_prof_dirs_below, load_cluster
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.reports.errors import RawDataWarning
 
@@ -172,7 +172,7 @@ def test_healthy_cluster_has_no_slow_rank(tmp_path):
 
 def test_sporadic_outlier_is_listed_but_the_rank_is_not_slow(tmp_path):
     write_cluster(tmp_path, ClusterPlan(ranks=4, steps=12, jitter=0.0))
-    prof = find_prof_dirs(tmp_path)[2]
+    prof = find_prof_dirs_below(tmp_path)[2]
     path = layout.training_trace_path(prof, 2)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     # Step 7 on rank 2: the forward pass takes 5 ms longer (and everything after it moves).
@@ -195,7 +195,7 @@ def test_sporadic_outlier_is_listed_but_the_rank_is_not_slow(tmp_path):
 def test_missing_steps_are_reported_not_dropped(tmp_path, capsys):
     write_cluster(tmp_path, ClusterPlan(ranks=3, steps=20, drop={1: set(range(13, 21)), 2: {5}}))
     # rank 2 was also killed mid-write: a torn last line
-    prof2 = find_prof_dirs(tmp_path)[2]
+    prof2 = find_prof_dirs_below(tmp_path)[2]
     with open(layout.training_trace_path(prof2, 2), "a") as handle:
         handle.write('{"model_id":1,"run":21,"get_ne')
     assert main(["cluster", str(tmp_path)]) == 0
@@ -229,11 +229,11 @@ def test_rank_without_records_counts_as_missing_everything(tmp_path):
 def test_ranks_that_never_wrote_a_folder_are_named(tmp_path):
     """info.json's rank_size tells a rank that never started profiling from one that does not exist."""
     write_cluster(tmp_path, ClusterPlan(ranks=4, steps=5))
-    for prof in find_prof_dirs(tmp_path)[2:]:  # ranks 2 and 3 left no folder at all
+    for prof in find_prof_dirs_below(tmp_path)[2:]:  # ranks 2 and 3 left no folder at all
         shutil.rmtree(prof)
     data = load_cluster(tmp_path)
     assert "no folder for rank(s) 2, 3 of the 4 rank(s) the job has (rank_size in info.json)" in " ".join(data.notes)
-    shutil.rmtree(find_prof_dirs(tmp_path)[0])  # now only rank 1 is left
+    shutil.rmtree(find_prof_dirs_below(tmp_path)[0])  # now only rank 1 is left
     for info in tmp_path.glob("PROF_*/device_*/info.json"):
         info.write_text(json.dumps({k: v for k, v in json.loads(info.read_text()).items() if k != "rank_size"}))
     assert not any("no folder for rank" in note for note in load_cluster(tmp_path).notes)  # unknown size: no guess
@@ -242,11 +242,11 @@ def test_ranks_that_never_wrote_a_folder_are_named(tmp_path):
 def test_host_subfolders_are_searched_and_analysis_output_is_not(tmp_path):
     write_cluster(tmp_path / "host_a", ClusterPlan(ranks=2, steps=4))
     (tmp_path / "host_b").mkdir()
-    for prof in find_prof_dirs(tmp_path / "host_a")[1:]:
+    for prof in find_prof_dirs_below(tmp_path / "host_a")[1:]:
         prof.rename(tmp_path / "host_b" / prof.name)
     assert main(["cluster", str(tmp_path)]) == 0
     assert main(["cluster", str(tmp_path)]) == 0  # re-run: its own output folder is not a rank
-    assert len(find_prof_dirs(tmp_path)) == 2
+    assert len(find_prof_dirs_below(tmp_path)) == 2
 
 
 def test_two_folders_claiming_one_rank_is_bad_input(tmp_path, capsys):
@@ -265,7 +265,7 @@ def test_exit_codes(tmp_path, capsys, case, code):
         target.mkdir()
     elif case == "device":
         write_cluster(tmp_path, ClusterPlan(ranks=1, steps=2))
-        target = find_prof_dirs(tmp_path)[0] / "device_0"
+        target = find_prof_dirs_below(tmp_path)[0] / "device_0"
     elif case == "no_records":
         (target / "PROF_1_20240102030405_ABCDEFGH" / "device_0" / "data").mkdir(parents=True)
         (target / "PROF_1_20240102030405_ABCDEFGH" / "device_0" / "data" / "training_trace.jsonl").write_text("")
@@ -308,7 +308,7 @@ def test_timeline_spans_equal_the_single_device_step_trace_events(tmp_path):
     ]
     make_prof_dir(tmp_path, {0: odd}, pid=1, info={"device_id": 0, "host": "node0", "pid": 7})  # one host: no shift
     write_cluster(tmp_path / "more", ClusterPlan(ranks=3, steps=4, groups=2))
-    for prof in find_prof_dirs(tmp_path / "more")[1:]:
+    for prof in find_prof_dirs_below(tmp_path / "more")[1:]:
         prof.rename(tmp_path / prof.name)
     shutil.rmtree(tmp_path / "more")  # its rank 0: the odd records above are rank 0
     data = load_cluster(tmp_path)

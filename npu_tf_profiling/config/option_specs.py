@@ -1,4 +1,4 @@
-"""The table of every profiling_options key (REFERENCE §2) and how each is checked.
+"""The table of every profiling_options key (`docs/options.md`) and how each is checked.
 
 One `OptionSpec` per key keeps validation, defaults and the "collected here or
 not" fact in one place, so adding a key is one line, not edits in four places.
@@ -147,7 +147,7 @@ SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}
 ALIASES: dict[str, str] = {"task_time": "task_trace"}
 LEGACY_KEYS: dict[str, str] = {"result_path": "output", "aicpu_trace": "aicpu", "ai_core_metrics": "aic_metrics"}
 
-# Profiling on with empty options means this set (REFERENCE §1).
+# Profiling on with empty options means this set (`docs/options.md`).
 DEFAULT_OPTIONS: dict[str, Any] = {
     "output": "./",
     "training_trace": "on",

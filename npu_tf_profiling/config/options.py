@@ -1,6 +1,6 @@
 """`ProfilingOptions`: the validated options model every way of turning profiling on shares.
 
-Validation is eager and total: every key of REFERENCE §2 is checked for type,
+Validation is eager and total: every key of `docs/options.md` is checked for type,
 allowed values and ranges when the object is built, so a bad option is a clear
 error before training starts instead of a silently empty trace afterwards.
 """

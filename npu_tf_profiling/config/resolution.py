@@ -1,6 +1,6 @@
 """Which profiling request wins: the session's NpuOptimizer entry or the environment.
 
-Implements upstream GE's `ProfilingManager::InitFromOptions` precedence (REFERENCE §1):
+Implements upstream GE's `ProfilingManager::InitFromOptions` precedence (see `docs/options.md`):
 
 1. A session with `profiling_mode` on and non-empty options wins.
 2. Otherwise the env vars apply when `PROFILING_MODE` is `true` (any case;

@@ -1,7 +1,9 @@
-"""The on-disk contract between the runtime (writer) and the reports (readers).
+"""Names and paths of the on-disk contract (``docs/output_format.md``).
 
-Neither side imports the other: the runtime needs TensorFlow, the reports must
-not. Both import this module, which holds only names and paths.
+The runtime (which writes) needs TensorFlow and the reports (which read) must
+not, so both take the names from here, and neither defines a path of its own.
+The runtime imports the reports in one place only: the lazy "write the reports
+now" call at session close.
 
     <output>/PROF_<pid>_<YYYYmmddHHMMSS>_<8 random chars>/      one per process
         device_<id>/
@@ -24,7 +26,7 @@ A training_trace record (times are microseconds since the Unix epoch, floats):
 
 Readers must tolerate a torn last line (the process was killed mid-write).
 
-task_trace raw data (issue 5), beside it in data/:
+task_trace raw data, beside it in data/ (framing in ``task_record``):
     task_trace.bin            framed records, one per traced iteration, each written with one os.write:
                               TASK_MAGIC (4 bytes) | uint32 LE header length | header (UTF-8 JSON) |
                               uint64 LE payload length | payload (a serialized tensorflow StepStats protobuf)

@@ -1,21 +1,25 @@
 """Offline reports built from a PROF_* folder's raw data (never imports TensorFlow).
 
-One module per job:
+One sub-package per kind of data, one module per job in each:
 
-* ``raw``: read ``device_<id>/info.json`` and ``data/training_trace.jsonl``
-  (torn/corrupt lines skipped and warned about) into a DataFrame, with the
-  Iteration ID rule (global step when usable, else the run counter);
-* ``step_trace``: the msprof step-trace table (REFERENCE §4) and its CSV;
-* ``step_trace_timeline``: the same table as Chrome trace events;
-* ``chrome_trace``: trace-format helpers and ``validate_chrome_trace``;
-* ``prof_dir``: finding/loading PROF folders; ``writer``: writing the files;
-* ``summary``: per-model shares and the input-bound verdict;
-* ``step_stats`` / ``task_trace``: decode ``task_trace.bin`` (StepStats
-  without TensorFlow) into the per-task table; ``op_summary``: the
-  task_time/op_summary/op_statistic tables; ``msprof_timeline``: the combined
-  timeline, split under a size budget; ``task_reports``: writing those files;
-* ``command_report`` / ``command_summary``: the CLI sub-commands.
+* ``step/``: ``records`` (training_trace.jsonl -> DataFrame, torn lines skipped
+  and warned about, the Iteration ID rule), ``table`` (the step_trace table and
+  its CSV), ``timeline`` (the same as Chrome trace events), ``summary`` (shares
+  and the input-bound verdict);
+* ``task/``: ``step_stats`` (StepStats decoded without TensorFlow),
+  ``records`` (task_trace.bin -> columns), ``classify`` (which nodes are
+  tasks, of which kind), ``table`` (the per-task table), ``op_summary``
+  (task_time / op_summary / op_statistic), ``timeline`` (the combined msprof
+  timeline, split under a size budget), ``files`` (writing them);
+* ``cluster/``: ``data`` (every rank of a job), ``step_table`` (msprof-analyze's
+  cluster step trace), ``slow_rank/`` (one analyzer per question, the verdict),
+  ``timeline`` (all ranks on one clock), ``analysis`` (writing the files);
+* ``commands/``: the ``report``, ``summary`` and ``cluster`` sub-commands;
+* flat: ``prof_dir`` (finding and loading PROF folders), ``writer`` (all the
+  reports of one PROF folder), ``chrome_trace`` (trace-format helpers),
+  ``errors``.
 
+The format of every file is in ``docs/output_format.md``.
 Heavy imports are avoided here on purpose: ``import npu_tf_profiling.reports``
 costs nothing until a sub-module is used.
 """

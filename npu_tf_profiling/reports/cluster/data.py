@@ -32,6 +32,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
+from npu_tf_profiling.reports.prof_dir import is_prof_dir
 
 CLUSTER_OUTPUT_DIR = "cluster_analysis_output"
 MAX_DEPTH = 3
@@ -89,12 +90,11 @@ class ClusterData:
         return sorted({r.host for r in self.ranks if r.host})
 
 
-def _is_prof_dir(path: Path) -> bool:
-    return path.name.startswith(layout.PROF_DIR_PREFIX) or bool(layout.device_dirs(path))
+def find_prof_dirs_below(root: Path | str) -> list[Path]:
+    """Every PROF folder at or below ``root`` (up to ``MAX_DEPTH`` levels, so per-host sub-folders count), sorted by path.
 
-
-def find_prof_dirs(root: Path | str) -> list[Path]:
-    """Every PROF folder at or below ``root`` (up to ``MAX_DEPTH`` levels), sorted by path.
+    Unlike ``prof_dir.find_prof_dirs`` (one level: what `report` and `summary` take),
+    a cluster may be spread over sub-folders, one per host.
 
     Raises ``BadInputError`` for a missing path, a file, or a device folder.
     """
@@ -105,14 +105,14 @@ def find_prof_dirs(root: Path | str) -> list[Path]:
         raise BadInputError(f"{root}: not a folder")
     if root.name.startswith(layout.DEVICE_DIR_PREFIX) and not layout.device_dirs(root):
         raise BadInputError(f"{root}: a device folder; give the folder holding the PROF_* folders ({root.parent.parent})")
-    if _is_prof_dir(root):
+    if is_prof_dir(root):
         return [root]
     found: list[Path] = []
     base_depth = len(root.parts)
     for current, dirs, _files in os.walk(root):
         here = Path(current)
         dirs[:] = sorted(d for d in dirs if d != CLUSTER_OUTPUT_DIR and not d.startswith(layout.DEVICE_DIR_PREFIX))
-        if here != root and _is_prof_dir(here):
+        if here != root and is_prof_dir(here):
             found.append(here)
             dirs[:] = []
         elif len(here.parts) - base_depth >= MAX_DEPTH:
@@ -128,7 +128,7 @@ def load_cluster(root: Path | str) -> ClusterData:
     folder or no iteration record exists.
     """
     root = Path(root)
-    prof_dirs = find_prof_dirs(root)
+    prof_dirs = find_prof_dirs_below(root)
     if not prof_dirs:
         raise NothingFoundError(
             f"{root}: no {layout.PROF_DIR_PREFIX}* folders (expected {layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/"

@@ -30,7 +30,7 @@ iteration, as Iteration Time does):
 Receive)``
 ``Preparing``                                    iteration start -> its first traced op (GetNext Start,
                                                  else FP Start); N/A for a first iteration
-``Data Aug Bound`` / ``Iteration Time`` /        as in the rank's step_trace CSV (REFERENCE §4)
+``Data Aug Bound`` / ``Iteration Time`` /        as in the rank's step_trace CSV (`docs/output_format.md`)
 ``FP to BP Time``
 ``Reduce``                                       summed Reduce Duration over the groups (how long this rank
                                                  sat in all-reduces: waiting ranks show long ones)

@@ -1,6 +1,6 @@
 """The step-trace table (CANN msprof ``step_trace_*.csv``), computed with pandas.
 
-Column order, definitions and N/A rules follow REFERENCE §4:
+Column order, definitions and N/A rules follow `docs/output_format.md`:
 
     Device_id, Iteration ID, FP Start(us), BP End(us), Iteration End(us),
     Iteration Time(us), FP to BP Time(us), Iteration Refresh(us),
@@ -118,7 +118,7 @@ class StepTraceTable:
         return out
 
     def to_csv(self) -> str:
-        """CSV text: header in REFERENCE §4 order, integers, ``N/A`` for every missing value."""
+        """CSV text: header in the documented order, integers, ``N/A`` for every missing value."""
         return self.csv_frame().to_csv(index=False, na_rep=NA, lineterminator="\n")
 
 

@@ -10,7 +10,7 @@ all_start + all_end_rel of each node (the span TensorFlow's timeline draws).
 
 Ratio(%) = Total Time / the summed Iteration Time of that model's *traced*
 iterations (those with a task_trace record) × 100. Iteration Time is the step
-trace's (REFERENCE §4); for an iteration without a training_trace record it is
+trace's (`docs/output_format.md`); for an iteration without a training_trace record it is
 the task record's run_end − run_start. Ops of one iteration run in parallel
 on several threads, so the ratios of a model can add up to more than 100%.
 When no iteration time is known the Ratio is ``N/A``.

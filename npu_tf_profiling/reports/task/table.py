@@ -16,8 +16,8 @@ sorted by Model ID, Iteration ID, start, track:
   when the TensorFlow device string names a GPU, a ``/stream:`` or a
   ``/memcpy``; else ``host CPU`` when the same iteration also recorded a GPU
   device; else ``CPU``. Host CPU tasks are reported only when the run's
-  ``aicpu`` option is ``on`` (REFERENCE §2: "AI CPU ops, the analogue here is
-  host CPU ops when compute runs on an accelerator"); otherwise they are left
+  ``aicpu`` option is ``on`` (CANN's "AI CPU ops"; the analogue here is
+  host CPU ops when compute runs on an accelerator); otherwise they are left
   out and counted.
 * Stream ID: the ``N`` of a ``/stream:N`` device, else the TensorFlow thread id.
 * A track is one (TensorFlow device string, thread id) pair. Task Wait(us) is

@@ -22,7 +22,7 @@ still touch and no rounding creates an overlap. The exact nanosecond values
 are in ``task_time_<ts>.csv``.
 
 Size budget: viewers choke on big JSON (Chrome tracing fails above roughly
-256-800 MB, REFERENCE §6), so the events are written into numbered files
+256-800 MB), so the events are written into numbered files
 ``msprof_<ts>_1.json``, ``msprof_<ts>_2.json``... of at most
 ``budget_bytes`` each (default 200 MiB) when one file would be larger. Each
 file is a complete trace (its own process/thread-name metadata); events
