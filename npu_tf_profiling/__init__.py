@@ -5,6 +5,9 @@ Importing the package installs the Session integration (as importing
 hook is applied when TensorFlow's session module loads, so the offline
 ``reports`` and the CLI stay fast and TensorFlow-free.
 """
+from pathlib import Path
+from typing import Any
+
 from npu_tf_profiling.config import (
     ProfilingConfig,
     ProfilingOptions,
@@ -16,4 +19,12 @@ from npu_tf_profiling.runtime import install as _install_session_integration
 __version__ = "0.1.0"
 __all__ = ["ProfilingConfig", "ProfilingOptions", "ProfilingOptionsError", "resolve_profiling"]
 
-_install_session_integration()
+
+def _build_reports(prof_dir: Path) -> Any:
+    """The reports' entry point, handed to the runtime (which must not import the reports room)."""
+    from npu_tf_profiling.reports.writer import write_all_reports
+
+    return write_all_reports(prof_dir)
+
+
+_install_session_integration(_build_reports)

@@ -18,7 +18,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.config import Resolution
@@ -142,10 +142,10 @@ class ProfilingRun:
         raw_files = (layout.training_trace_path(self.prof_dir, self.device_id), layout.task_trace_path(self.prof_dir, self.device_id))
         if not any(path.exists() for path in raw_files):
             return []
+        if _report_builder is None:
+            return []
         try:
-            from npu_tf_profiling.reports.writer import write_all_reports
-
-            written = write_all_reports(self.prof_dir)
+            written = _report_builder(self.prof_dir)
             for note in written.notes:
                 if note not in self._report_notes_shown:  # once, though Estimators close sessions often
                     self._report_notes_shown.add(note)
@@ -163,6 +163,22 @@ class ProfilingRun:
     def close(self) -> None:
         self._trace.close()
         self._tasks.close()
+
+
+# Builds every report of a PROF folder; returns the written paths, with `.notes` to print.
+ReportBuilder = Callable[[Path], Any]
+_report_builder: ReportBuilder | None = None
+
+
+def set_report_builder(builder: ReportBuilder) -> None:
+    """Hand the runtime the reports' entry point, so the runtime never imports the reports room.
+
+    The package's top level (the composition root) wires it; data then flows one
+    way, runtime -> raw files -> reports, and the reports stay importable
+    without TensorFlow.
+    """
+    global _report_builder
+    _report_builder = builder
 
 
 def _tensorflow_version() -> str | None:
