@@ -16,7 +16,7 @@ now" call at session close.
 
 A training_trace record (times are microseconds since the Unix epoch, floats):
     {"model_id": 1,               # one per distinct training graph
-     "run": 7,                    # per-model counter of traced runs, from 1
+     "run": 7,                    # per-model counter of the graph's iterations (train-op runs), from 1
      "step": 7 | null,            # global step after the update, when the graph has one
      "get_next": [[start, end], ...],   # one pair per data-input op, may be []
      "fp_start": float | null,

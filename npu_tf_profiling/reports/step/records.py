@@ -154,7 +154,7 @@ def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") ->
     Rule, per model id: if every record has a ``step`` (the global step after
     the update) and those steps strictly increase with iteration end, the
     Iteration ID is the step, so that ranks of one distributed job line up on
-    the same ids. Otherwise it is ``run``, the per-model counter of traced runs
+    the same ids. Otherwise it is ``run``, the per-model counter of the graph's iterations
     (from 1). Falling back when steps exist but are unusable (some null,
     repeated or going backwards, e.g. a second graph that only reads the
     global step) is warned about, because ids then stop matching across ranks.

@@ -25,9 +25,9 @@ Size budget: viewers choke on big JSON (Chrome tracing fails above roughly
 256-800 MB), so the events are written into numbered files
 ``msprof_<ts>_1.json``, ``msprof_<ts>_2.json``... of at most
 ``budget_bytes`` each (default 200 MiB) when one file would be larger. Each
-file is a complete trace (its own process/thread-name metadata); events
-are in time order per device, so file k covers a later time range than file
-k-1. Nothing is dropped: the writer returns how many events went where, and
+file is a complete trace (its own process/thread-name metadata). The step
+trace's spans are written first, then each device's tasks in time order, so a
+part holds whole devices' stretches, not a time range across devices. Nothing is dropped: the writer returns how many events went where, and
 the report prints a line when it split.
 """
 from __future__ import annotations
