@@ -1,1 +1,1 @@
-"""commands."""
+"""The CLI sub-commands of the reports room: `report`, `summary`, `cluster`."""
