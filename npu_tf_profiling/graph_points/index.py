@@ -404,18 +404,7 @@ def mask_of(count: int, op_ids: Iterable[int]) -> bytearray:
     return mask
 
 
-def and_mask(a: bytearray, b: bytearray) -> bytearray:
-    """Element-wise AND of two 0/1 masks, at C speed via big ints."""
-    n = len(a)
-    return bytearray((int.from_bytes(a, "little") & int.from_bytes(b, "little")).to_bytes(n, "little"))
-
-
 def and_not_mask(a: bytearray, b: bytearray) -> bytearray:
+    """Ops set in ``a`` but not in ``b``, at C speed via big ints."""
     n = len(a)
     return bytearray((int.from_bytes(a, "little") & ~int.from_bytes(b, "little")).to_bytes(n, "little"))
-
-
-def or_mask(a: bytearray, b: bytearray) -> bytearray:
-    n = len(a)
-    return bytearray((int.from_bytes(a, "little") | int.from_bytes(b, "little")).to_bytes(n, "little"))
-

@@ -114,10 +114,6 @@ def is_apply_type(op_type: str) -> bool:
     return op_type.startswith(_APPLY_PREFIXES)
 
 
-def is_update_type(op_type: str) -> bool:
-    return is_apply_type(op_type) or op_type in ASSIGN_TYPES
-
-
 # --- communication ------------------------------------------------------------
 ALL_REDUCE_TYPES = frozenset({
     "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveReduceScatterV2",
@@ -132,10 +128,6 @@ ALL_TO_ALL_TYPES = frozenset({
     "CollectiveAllToAllV2", "CollectiveAllToAllV3", "HorovodAlltoall", "HcomAllToAllV", "HcomAllToAll",
 })
 COLLECTIVE_TYPES = ALL_REDUCE_TYPES | GATHER_TYPES | ALL_TO_ALL_TYPES
-
-
-def is_collective_type(op_type: str) -> bool:
-    return op_type in COLLECTIVE_TYPES
 
 
 def collective_kind(op_type: str) -> str:
