@@ -9,6 +9,7 @@ since they are equally a matter of TensorFlow conventions.
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 # --- data inputs -----------------------------------------------------------
 # Ops that hand one batch to the step. IteratorGetNextAsOptional is the op that
@@ -91,6 +92,13 @@ def is_compute_type(op_type: str) -> bool:
         or op_type in ITERATOR_INPUT_TYPES
         or op_type in PLACEHOLDER_TYPES
     )
+
+
+def compute_flags(op_types: Sequence[str]) -> list[bool]:
+    """``is_compute_type`` of every op, asked once per distinct type (a big
+    graph has 100k ops but a few hundred types)."""
+    flag = {t: is_compute_type(t) for t in set(op_types)}
+    return [flag[t] for t in op_types]
 
 
 # --- optimizer updates -------------------------------------------------------
