@@ -8,7 +8,7 @@ the fetched train op.
 
 The rules, and why each is what it is, are in docs/trace_points.md; each rule
 group is one module here (``updates``, ``iteration_end``, ``regions``,
-``collectives``, ``bp``, ``data_inputs``, ``fp``, ``user_points``), and
+``data_inputs``, ``fp``, ``collectives``, ``bp``, ``user_points``), and
 ``discovery`` wires them in order.
 
 Importing this package does not import TensorFlow; loading a file does.

@@ -1,4 +1,4 @@
-"""BP, the end of the backward pass (rule 7 of docs/trace_points.md).
+"""BP, the end of the backward pass (rule 8 of docs/trace_points.md).
 
 The gradients are found where the optimizer (or an all-reduce) reads them,
 then traced back through plumbing to the ops that compute them. BP is the one
@@ -34,7 +34,7 @@ class BackwardEnd:
 
 def find_bp(index: GraphIndex, updates: Updates, regions: Regions, collectives: Collectives,
             is_compute: list[bool]) -> BackwardEnd:
-    """Rule 7 for a training graph."""
+    """Rule 8 for a training graph."""
     pos = index.topo_pos
     per_consumer = _gradients_read(index, updates, regions, collectives)
     sources = {s: None for found in per_consumer.values() for s in found}

@@ -1,4 +1,4 @@
-"""All-reduce groups (rule 8 of docs/trace_points.md).
+"""All-reduce groups (rule 7 of docs/trace_points.md).
 
 Communication ops (all-reduce, gather, all-to-all) that the backward pass
 feeds are grouped the way they would run: consecutive ones in topological
@@ -31,7 +31,7 @@ class Collectives:
 
 
 def find_collectives(index: GraphIndex, in_step: bytes, backward: bytes, is_compute: list[bool]) -> Collectives:
-    """Rule 8 for the communication ops the step runs (``in_step``)."""
+    """Rule 7 for the communication ops the step runs (``in_step``)."""
     comm = index.sort_topo(i for i, t in enumerate(index.types) if t in optypes.COLLECTIVE_TYPES and in_step[i])
     ops = tuple(c for c in comm if backward[c])
     outside = tuple(c for c in comm if not backward[c])

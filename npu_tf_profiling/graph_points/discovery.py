@@ -3,7 +3,7 @@
 Each rule group is a module returning a frozen result with its reasons:
 ``updates`` (gradient ops, optimizer updates), ``iteration_end`` (the train
 op, the global step), ``regions`` (loss, forward and backward regions),
-``collectives`` (all-reduce groups), ``bp``, ``data_inputs``, ``fp`` and
+``data_inputs``, ``fp``, ``collectives`` (all-reduce groups), ``bp`` and
 ``user_points``. This module only feeds each result to the rules after it,
 and turns the results into a TracePoints whose reasons follow the same order.
 """
@@ -48,16 +48,17 @@ class Discovery:
             self.updates = find_updates(idx, loaded.graph_def)
             self.iteration_end = find_iteration_end(idx, loaded, self.updates, train_op)
             self.regions = find_regions(idx, self.updates, self.iteration_end)
+            self.global_step = find_global_step(idx, loaded)
+            self.data_inputs = find_data_inputs(idx, self.regions)
+            # Without a training step there is nothing to trace: fp, bp and the groups stay empty.
+            self.fp = ForwardStart()
             self.collectives = Collectives()
             self.bp = BackwardEnd()
-            self.fp = ForwardStart()
-            self.data_inputs = find_data_inputs(idx, self.regions)
             if self.regions.is_training:
+                self.fp = find_fp(idx, self.data_inputs, self.regions.forward, self.is_compute)
                 self.collectives = find_collectives(idx, self.iteration_end.in_step, self.regions.backward,
                                                     self.is_compute)
                 self.bp = find_bp(idx, self.updates, self.regions, self.collectives, self.is_compute)
-                self.fp = find_fp(idx, self.data_inputs, self.regions.forward, self.is_compute)
-            self.global_step = find_global_step(idx, loaded)
 
     @property
     def is_training(self) -> bool:

@@ -29,7 +29,7 @@ ITERATOR_INPUT_TYPES = frozenset({
     "GetNext",            # Ascend GE's own data node, for graphs dumped from npu_bridge
     "DynamicGetNextV2",
 })
-# Placeholders count as data inputs only for feed_dict pipelines (see discovery).
+# Placeholders count as data inputs only for feed_dict pipelines (see data_inputs).
 # PlaceholderWithDefault is excluded on purpose: it is how Keras' learning phase
 # and other optional flags are built, not how batches are fed.
 PLACEHOLDER_TYPES = frozenset({"Placeholder", "PlaceholderV2"})
