@@ -16,6 +16,17 @@ from npu_tf_profiling.graph_points.iteration_end import IterationEnd
 from npu_tf_profiling.graph_points.regions import Regions
 
 
+# Per kind: what goes wrong when the op is in the other pass, and when it is in neither.
+_MISPLACED = {
+    "fp_point": ("is in the backward pass (between the loss and the optimizer updates), so fp_start would be "
+                 "recorded after the forward pass",
+                 "runs in the training step but not on the forward path to the loss"),
+    "bp_point": ("is in the forward pass (it feeds the loss), so bp_end would be recorded before the backward "
+                 "pass ends",
+                 "runs in the training step but not between the loss and the optimizer updates"),
+}
+
+
 @dataclass(frozen=True)
 class UserPoint:
     """The op a user-given ``fp_point``/``bp_point`` names, with the reasons and warnings to report."""
@@ -50,18 +61,10 @@ def _off_path_warning(index: GraphIndex, kind: str, op: int, step: IterationEnd,
         train_name = index.names[step.op] if step.op is not None else None
         return (f"warning: {kind} {name} does not run in the training step (it is not an ancestor of "
                 f"{train_name}; e.g. an initializer or an op of another model), so it will never be traced")
-    if kind == "fp_point":
-        if regions.backward[op]:
-            return (f"warning: fp_point {name} is in the backward pass (between the loss and the optimizer "
-                    "updates), so fp_start would be recorded after the forward pass")
-        if not regions.forward[op]:
-            return (f"warning: fp_point {name} runs in the training step but not on the forward path to "
-                    "the loss")
-    else:
-        if regions.forward[op]:
-            return (f"warning: bp_point {name} is in the forward pass (it feeds the loss), so bp_end would "
-                    "be recorded before the backward pass ends")
-        if not regions.backward[op]:
-            return (f"warning: bp_point {name} runs in the training step but not between the loss and the "
-                    "optimizer updates")
+    wrong, own = (regions.backward, regions.forward) if kind == "fp_point" else (regions.forward, regions.backward)
+    in_wrong, not_in_own = _MISPLACED[kind]
+    if wrong[op]:
+        return f"warning: {kind} {name} {in_wrong}"
+    if not own[op]:
+        return f"warning: {kind} {name} {not_in_own}"
     return ""
