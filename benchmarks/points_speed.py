@@ -1,6 +1,6 @@
 """Speed of fp/bp point discovery on training-shaped GraphDefs of 1k, 10k, 100k ops.
 
-The graphs come from ``npu_tf_profiling.graph_points.synthetic``: a tf.data
+The graphs come from ``npu_tf_profiling.testing.graph_synthetic``: a tf.data
 input, a chain of MatMul/BiasAdd/Relu layers on resource variables, a
 ``gradients/`` scope with gating Identities, one ResourceApplyGradientDescent
 per variable, initializers and a global-step increment as the train op.
@@ -32,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from npu_tf_profiling.graph_points import GraphIndex, find_trace_points  # noqa: E402
-from npu_tf_profiling.graph_points.synthetic import synthetic_training_graph_def  # noqa: E402
+from npu_tf_profiling.testing.graph_synthetic import synthetic_training_graph_def  # noqa: E402
 
 
 def measure(graph_def, train_op: str) -> dict[str, float]:

@@ -22,7 +22,7 @@ from npu_tf_profiling.graph_points import (
     load_graph,
 )
 from npu_tf_profiling.graph_points.errors import closest_names
-from npu_tf_profiling.graph_points.synthetic import synthetic_training_graph_def
+from npu_tf_profiling.testing.graph_synthetic import synthetic_training_graph_def
 from tests import graphs_for_tests as graphs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")

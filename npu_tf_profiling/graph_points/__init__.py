@@ -4,7 +4,12 @@
 gradient tensors, the data inputs, the all-reduce groups, the iteration end
 and the global step) with one reason per choice. ``GraphIndex`` is the fast
 ancestor/descendant index the runtime uses to keep its probes on the path of
-the fetched train op. The rules are documented in ``discovery``'s docstring.
+the fetched train op.
+
+The rules, and why each is what it is, are in docs/trace_points.md; each rule
+group is one module here (``updates``, ``iteration_end``, ``regions``,
+``data_inputs``, ``fp``, ``collectives``, ``bp``, ``user_points``), and
+``discovery`` wires them in order.
 
 Importing this package does not import TensorFlow; loading a file does.
 """

@@ -19,7 +19,9 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from npu_tf_profiling.graph_points.optypes import BACK_EDGE_TYPES, PREDICATE_INPUT
 
-
+# One 0/1 byte per op. Walks build bytearrays; finished discovery results keep
+# immutable bytes, so a mask handed around cannot be changed under its owner.
+Mask = bytes | bytearray
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
@@ -223,7 +225,7 @@ class GraphIndex:
         mask = self.reach([self.id_of(n) for n in op_names], backward=False)
         return self.names_in(mask)
 
-    def names_in(self, mask: bytearray) -> set[str]:
+    def names_in(self, mask: Mask) -> set[str]:
         names = self.names
         return {names[i] for i in ids_in(mask)}
 
@@ -233,7 +235,7 @@ class GraphIndex:
         *,
         backward: bool,
         data_only: bool = False,
-        within: bytearray | None = None,
+        within: Mask | None = None,
         values_only: bool = False,
     ) -> bytearray:
         """Mask of ops reachable from ``starts`` (included), walking inputs
@@ -276,7 +278,7 @@ class GraphIndex:
                 stack.append(s)
         return mark, stack
 
-    def _reach_values(self, starts: Iterable[int], backward: bool, within: bytearray | None) -> bytearray:
+    def _reach_values(self, starts: Iterable[int], backward: bool, within: Mask | None) -> bytearray:
         mark, stack = self._seeded(starts)
         types, data_in = self.types, self.data_in
         predicate_input = PREDICATE_INPUT
@@ -386,7 +388,7 @@ class GraphIndex:
         return sorted(op_ids, key=pos.__getitem__)
 
 
-def ids_in(mask: bytearray) -> list[int]:
+def ids_in(mask: Mask) -> list[int]:
     """Indices set in a mask; ``bytes.find`` keeps this fast on sparse masks."""
     out: list[int] = []
     find = mask.find
@@ -404,18 +406,7 @@ def mask_of(count: int, op_ids: Iterable[int]) -> bytearray:
     return mask
 
 
-def and_mask(a: bytearray, b: bytearray) -> bytearray:
-    """Element-wise AND of two 0/1 masks, at C speed via big ints."""
-    n = len(a)
-    return bytearray((int.from_bytes(a, "little") & int.from_bytes(b, "little")).to_bytes(n, "little"))
-
-
-def and_not_mask(a: bytearray, b: bytearray) -> bytearray:
+def and_not_mask(a: Mask, b: Mask) -> bytearray:
+    """Ops set in ``a`` but not in ``b``, at C speed via big ints."""
     n = len(a)
     return bytearray((int.from_bytes(a, "little") & ~int.from_bytes(b, "little")).to_bytes(n, "little"))
-
-
-def or_mask(a: bytearray, b: bytearray) -> bytearray:
-    n = len(a)
-    return bytearray((int.from_bytes(a, "little") | int.from_bytes(b, "little")).to_bytes(n, "little"))
-

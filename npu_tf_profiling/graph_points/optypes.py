@@ -9,6 +9,7 @@ since they are equally a matter of TensorFlow conventions.
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 # --- data inputs -----------------------------------------------------------
 # Ops that hand one batch to the step. IteratorGetNextAsOptional is the op that
@@ -28,7 +29,7 @@ ITERATOR_INPUT_TYPES = frozenset({
     "GetNext",            # Ascend GE's own data node, for graphs dumped from npu_bridge
     "DynamicGetNextV2",
 })
-# Placeholders count as data inputs only for feed_dict pipelines (see discovery).
+# Placeholders count as data inputs only for feed_dict pipelines (see data_inputs).
 # PlaceholderWithDefault is excluded on purpose: it is how Keras' learning phase
 # and other optional flags are built, not how batches are fed.
 PLACEHOLDER_TYPES = frozenset({"Placeholder", "PlaceholderV2"})
@@ -93,6 +94,13 @@ def is_compute_type(op_type: str) -> bool:
     )
 
 
+def compute_flags(op_types: Sequence[str]) -> list[bool]:
+    """``is_compute_type`` of every op, asked once per distinct type (a big
+    graph has 100k ops but a few hundred types)."""
+    flag = {t: is_compute_type(t) for t in set(op_types)}
+    return [flag[t] for t in op_types]
+
+
 # --- optimizer updates -------------------------------------------------------
 _APPLY_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 # Assign-like ops also initialise variables and update batch-norm statistics,
@@ -114,10 +122,6 @@ def is_apply_type(op_type: str) -> bool:
     return op_type.startswith(_APPLY_PREFIXES)
 
 
-def is_update_type(op_type: str) -> bool:
-    return is_apply_type(op_type) or op_type in ASSIGN_TYPES
-
-
 # --- communication ------------------------------------------------------------
 ALL_REDUCE_TYPES = frozenset({
     "CollectiveReduce", "CollectiveReduceV2", "CollectiveReduceV3", "CollectiveReduceScatterV2",
@@ -132,10 +136,6 @@ ALL_TO_ALL_TYPES = frozenset({
     "CollectiveAllToAllV2", "CollectiveAllToAllV3", "HorovodAlltoall", "HcomAllToAllV", "HcomAllToAll",
 })
 COLLECTIVE_TYPES = ALL_REDUCE_TYPES | GATHER_TYPES | ALL_TO_ALL_TYPES
-
-
-def is_collective_type(op_type: str) -> bool:
-    return op_type in COLLECTIVE_TYPES
 
 
 def collective_kind(op_type: str) -> str:

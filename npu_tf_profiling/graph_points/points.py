@@ -85,3 +85,8 @@ class TracePoints:
             is_training=bool(data.get("is_training", False)),
             reasons=tuple(data.get("reasons", ())),
         )
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 optimizer update"``, ``"3 optimizer updates"``: how reasons word counts."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
