@@ -1,6 +1,7 @@
 """NPULossScaleOptimizer and the loss-scale managers against plain TensorFlow training, in real graphs."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,12 +11,14 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.bridge.loss_scale import (
     DISTRIBUTED_MODULE,
     ExponentialUpdateLossScaleManager,
     FixedLossScaleManager,
     NPULossScaleOptimizer,
 )
+from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 FEATURES = np.random.RandomState(0).uniform(-1, 1, size=(8, 4)).astype(np.float32)
 
@@ -258,3 +261,34 @@ def test_eager_minimize_with_a_callable_loss_matches_plain_training() -> None:
             optimizer.minimize(lambda: tf.reduce_sum(w * w), var_list=[w])
         results.append(w.numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:`tf.layers.dense` is deprecated")
+def test_profiled_loss_scaled_training_has_a_row_per_step_and_bp_on_a_gradient(tmp_path) -> None:
+    """The skip and the schedule are tf.cond branches, so step-trace discovery still ends BP at the last gradient."""
+    graph = tf.Graph()
+    with graph.as_default():
+        batch = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensor_slices(FEATURES).batch(4).repeat()).get_next()
+        hidden = tf.layers.dense(batch, 6, activation=tf.tanh, name="hidden")
+        loss = tf.reduce_mean(tf.square(tf.layers.dense(hidden, 1, name="out") - 0.5))
+        step = tf.train.get_or_create_global_step()
+        manager = ExponentialUpdateLossScaleManager(2**10, incr_every_n_steps=2)
+        optimizer = NPULossScaleOptimizer(adam(), manager)
+        grads_and_vars = optimizer.compute_gradients(loss)
+        train = optimizer.apply_gradients(grads_and_vars, global_step=step)
+        first_layer_grad = grads_and_vars[0][0].op.name  # backprop reaches the first layer last
+        init = tf.global_variables_initializer()
+    assert grads_and_vars[0][1].op.name == "hidden/kernel"
+    config = tf.ConfigProto()
+    write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on"}))
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        for _ in range(6):
+            sess.run(train)
+        assert sess.run(step) == 6 and sess.run(manager.get_loss_scale()) == 2**13  # grown after steps 2, 4 and 6
+    _, rows = step_trace_rows(tmp_path)
+    assert len(rows) == 6
+    assert_step_trace_formulas(rows)
+    points = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())["models"]["1"]
+    assert points["fp"] == "hidden/MatMul"
+    assert points["bp"] == first_layer_grad  # the unscaled gradient, not the loss-scale bookkeeping after it

@@ -143,29 +143,42 @@ class ExponentialUpdateLossScaleManager(LossScaleManager):
         return self._loss_scale
 
     def update_loss_scale(self, finite_grads: tf1.Tensor) -> tf1.Operation:
-        """One step of the schedule, as element-wise selects over a snapshot of the three variables.
+        """One step of the schedule, as `tf.cond` branches on the overflow result.
 
-        Every new value is computed from values read before any assignment runs, so the
-        three assignments cannot see each other's writes whatever order they run in.
+        Branches rather than element-wise selects: the overflow result then only decides
+        which assignments run, it is not a value they write. Step-trace discovery
+        (`graph_points`) relies on that to tell the optimizer's own updates (values computed
+        from gradients) from this bookkeeping, so BP End stays the last gradient. Each branch
+        writes only variables whose new value it reads from themselves, so the assignments
+        cannot race.
         """
+
+        def reset_counts() -> list:
+            return [tf1.assign(self._num_good_steps, 0), tf1.assign(self._num_bad_steps, 0)]
+
+        def after_good_step() -> tf1.Operation:
+            def grow() -> tf1.Operation:
+                scale = self._loss_scale.read_value()
+                grown = tf1.where_v2(scale < FLOAT32_MAX / self._incr_ratio, scale * self._incr_ratio, scale)
+                return tf1.group(tf1.assign(self._loss_scale, grown), *reset_counts())
+
+            def count() -> tf1.Operation:
+                return tf1.assign_add(self._num_good_steps, 1).op
+
+            return tf1.cond(self._num_good_steps + 1 >= self._incr_every_n_steps, grow, count)
+
+        def after_overflow() -> tf1.Operation:
+            def shrink() -> tf1.Operation:
+                shrunk = tf1.maximum(1.0, self._loss_scale.read_value() * self._decr_ratio)
+                return tf1.group(tf1.assign(self._loss_scale, shrunk), *reset_counts())
+
+            def count() -> tf1.Operation:
+                return tf1.group(tf1.assign_add(self._num_bad_steps, 1), tf1.assign(self._num_good_steps, 0))
+
+            return tf1.cond(self._num_bad_steps + 1 >= self._decr_every_n_nan_or_inf, shrink, count)
+
         with tf1.name_scope("update_loss_scale"):
-            scale = tf1.identity(self._loss_scale.read_value())
-            good = tf1.identity(self._num_good_steps.read_value())
-            bad = tf1.identity(self._num_bad_steps.read_value())
-            finite = tf1.convert_to_tensor(finite_grads, dtype=tf1.bool)
-            grow = tf1.logical_and(finite, good + 1 >= self._incr_every_n_steps)
-            shrink = tf1.logical_and(tf1.logical_not(finite), bad + 1 >= self._decr_every_n_nan_or_inf)
-            grown = tf1.where_v2(scale < FLOAT32_MAX / self._incr_ratio, scale * self._incr_ratio, scale)
-            shrunk = tf1.maximum(1.0, scale * self._decr_ratio)
-            new_scale = tf1.where_v2(grow, grown, tf1.where_v2(shrink, shrunk, scale))
-            new_good = tf1.where_v2(tf1.logical_and(finite, tf1.logical_not(grow)), good + 1, 0)
-            new_bad = tf1.where_v2(tf1.logical_or(grow, shrink), 0, tf1.where_v2(finite, bad, bad + 1))
-            with tf1.control_dependencies([scale, good, bad]):
-                return tf1.group(
-                    tf1.assign(self._loss_scale, new_scale),
-                    tf1.assign(self._num_good_steps, new_good),
-                    tf1.assign(self._num_bad_steps, new_bad),
-                )
+            return tf1.cond(tf1.convert_to_tensor(finite_grads, dtype=tf1.bool), after_good_step, after_overflow)
 
 
 class NPULossScaleOptimizer(tf1.train.Optimizer):
@@ -202,6 +215,8 @@ class NPULossScaleOptimizer(tf1.train.Optimizer):
     ):
         """The wrapped optimizer's gradients of loss*scale, multiplied back by 1/scale."""
         loss_scale = tf1.convert_to_tensor(self._loss_scale_manager.get_loss_scale(), dtype=tf1.float32)
+        if callable(loss) and not tf1.executing_eagerly():
+            loss = loss()  # built in the caller's name scope, like the forward pass it is
         scaled_loss = _scaled(loss, loss_scale)
         grads_and_vars = self._opt.compute_gradients(
             scaled_loss,
@@ -211,8 +226,9 @@ class NPULossScaleOptimizer(tf1.train.Optimizer):
             colocate_gradients_with_ops=colocate_gradients_with_ops,
             grad_loss=grad_loss,
         )
-        inverse = tf1.math.reciprocal(loss_scale)
-        return [(_times(g, inverse), v) for g, v in grads_and_vars]
+        with tf1.name_scope("unscale_gradients"):
+            inverse = tf1.math.reciprocal(loss_scale)
+            return [(_times(g, inverse), v) for g, v in grads_and_vars]
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """Applies the update only if no gradient overflowed, then steps the loss-scale schedule."""
@@ -257,13 +273,10 @@ def _scaled(loss: Any, loss_scale: tf1.Tensor) -> Any:
     """loss*scale; a callable loss (eager mode) stays a callable, as the v1 optimizers expect there."""
 
     def scale(value: tf1.Tensor) -> tf1.Tensor:
-        return value * tf1.cast(loss_scale, value.dtype.base_dtype)
+        with tf1.name_scope("scale_loss"):
+            return value * tf1.cast(loss_scale, value.dtype.base_dtype)
 
-    if callable(loss):
-        if tf1.executing_eagerly():
-            return lambda: scale(loss())
-        return scale(loss())
-    return scale(loss)
+    return (lambda: scale(loss())) if callable(loss) else scale(loss)
 
 
 def _times(grad: Any, factor: tf1.Tensor) -> Any:
