@@ -122,11 +122,15 @@ def test_an_overflow_skips_the_update_and_the_scale_shrinks_after_n_of_them(bad:
     manager = model.manager
     model.fit()
     before = model.weights()
-    slots_before = model.value(model.optimizer.variables())
+    scale_state = {v.name for v in manager.variables()}
+    with model.graph.as_default():  # v1 optimizers list the variables of the default graph
+        adam_state = [v for v in model.optimizer.variables() if v.name not in scale_state]
+    assert len(adam_state) == 2 * 2 + 2 and len(scale_state) == 3  # m and v per weight, two beta powers
+    slots_before = model.value(adam_state)
     model.fit(poisoned(bad))
     for got, want in zip(model.weights(), before):
         np.testing.assert_array_equal(got, want)  # update skipped
-    for got, want in zip(model.value(model.optimizer.variables()), slots_before):
+    for got, want in zip(model.value(adam_state), slots_before):
         np.testing.assert_array_equal(got, want)  # Adam's moments and powers untouched too
     assert model.value(model.step) == 1  # as upstream: the skipped step does not count
     assert model.value(manager.get_loss_scale()) == 2**10  # one overflow: not yet
@@ -227,8 +231,8 @@ def test_distributed_overflow_decision_goes_through_the_ranks_extension_point(mo
     assert len(calls) == 1
 
 
-def test_tf1_behaviour_script_ref_variables_and_v1_control_flow() -> None:
-    """ModelZoo scripts run with v2 behaviour disabled (ref variables, v1 cond): same semantics there."""
+def test_tf1_behaviour_script_ref_variables_v1_control_flow_and_keras_compile() -> None:
+    """ModelZoo scripts run with v2 behaviour disabled (ref variables, v1 cond): same semantics there, Keras included."""
     script = textwrap.dedent(
         """
         import numpy as np
@@ -245,11 +249,17 @@ def test_tf1_behaviour_script_ref_variables_and_v1_control_flow() -> None:
             for feed in ([1.0, 1.0], [np.inf, 1.0], [1.0, 1.0], [1.0, 1.0]):
                 sess.run(train, {x: feed})
                 print(sess.run(step), sess.run(manager.get_loss_scale()), *sess.run(w).round(4))
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,))])
+        keras_manager = ExponentialUpdateLossScaleManager(2**4, incr_every_n_steps=2)
+        model.compile(loss="mse", optimizer=NPULossScaleOptimizer(tf.train.AdamOptimizer(0.01), keras_manager))
+        model.fit(np.ones([16, 3]), np.ones([16, 1]), batch_size=4, verbose=0)  # Keras initializes the scale itself
+        print(tf.keras.backend.get_session().run(keras_manager.get_loss_scale()))
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:4] == ["1 256.0 0.9 1.9", "1 128.0 0.9 1.9", "2 128.0 0.71 1.71", "3 256.0 0.439 1.439"]
+    assert done.stdout.split("\n")[:5] == ["1 256.0 0.9 1.9", "1 128.0 0.9 1.9", "2 128.0 0.71 1.71", "3 256.0 0.439 1.439", "64.0"]
 
 
 def test_eager_minimize_with_a_callable_loss_matches_plain_training() -> None:

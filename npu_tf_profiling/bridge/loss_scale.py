@@ -77,6 +77,10 @@ class LossScaleManager(abc.ABC):
     def update_loss_scale(self, finite_grads: tf1.Tensor) -> tf1.Operation:
         """An op that updates the scale; `finite_grads` is a scalar bool tensor, True when no gradient overflowed."""
 
+    def variables(self) -> list:
+        """The manager's state variables (none for a fixed scale); `NPULossScaleOptimizer.variables()` includes them."""
+        return []
+
 
 class FixedLossScaleManager(LossScaleManager):
     """A loss scale that never changes.
@@ -141,6 +145,9 @@ class ExponentialUpdateLossScaleManager(LossScaleManager):
 
     def get_loss_scale(self) -> tf1.Variable:
         return self._loss_scale
+
+    def variables(self) -> list:
+        return [self._loss_scale, self._num_good_steps, self._num_bad_steps]
 
     def update_loss_scale(self, finite_grads: tf1.Tensor) -> tf1.Operation:
         """One step of the schedule, as `tf.cond` branches on the overflow result.
@@ -261,7 +268,13 @@ class NPULossScaleOptimizer(tf1.train.Optimizer):
         return self._opt.get_slot_names()
 
     def variables(self):
-        return self._opt.variables()
+        """The wrapped optimizer's variables plus the loss-scale state.
+
+        Whoever initializes or saves "the optimizer's variables" then gets the scale too:
+        Keras' on-the-fly initialization does, when a script passes this optimizer to
+        `model.compile` in TF1 mode.
+        """
+        return self._opt.variables() + self._loss_scale_manager.variables()
 
 
 def _require(condition: bool, message: str) -> None:
