@@ -91,7 +91,6 @@ class _DynamicBasic(tf1.layers.Layer):
         self._time_major = time_major
         self._activation = activation
         self._is_training = is_training
-        self._seq_length = None
 
     direction = property(lambda self: self._direction)
     cell_depth = property(lambda self: self._cell_depth)
@@ -117,7 +116,7 @@ class _DynamicBasic(tf1.layers.Layer):
         _require(kind, input_size is not None, f"input_size (x.shape[2]) must be known, got shape {input_shape}")
         time_size = tf1.dimension_value(input_shape[0]) or 1
         batch_size = tf1.dimension_value(input_shape[1]) or UNKNOWN_BATCH_SIZE
-        self._seq_length = self.add_weight(
+        self.add_weight(
             "dynamicbase/seq_length", shape=[batch_size], dtype=tf1.int32,
             initializer=tf1.constant_initializer(time_size), trainable=False,
         )
