@@ -64,7 +64,28 @@ class DynamicGRUV2Output(NamedTuple):
     hidden_new: Any
 
 
-class _DynamicBasic(tf1.layers.Layer):
+def _legacy_layer_base() -> type:
+    """`tf.compat.v1.layers.Layer`, or, where TensorFlow has none, a base that says what to install.
+
+    TensorFlow 2.16+ with Keras 3 has no v1 layers. The module must still import there
+    (the `npu_bridge` alias imports it); only using the layers fails, with the fix.
+    """
+    try:
+        return tf1.layers.Layer
+    except AttributeError as exc:
+        reason = f"TensorFlow {tf1.__version__} has no tf.compat.v1.layers ({exc})"
+
+    class UnavailableLayer:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError(
+                f"{type(self).__name__} needs tf.compat.v1.layers: {reason}. Use TensorFlow <= 2.15, or install "
+                "tf_keras (the version matching TensorFlow) and set TF_USE_LEGACY_KERAS=1 before importing TensorFlow"
+            )
+
+    return UnavailableLayer
+
+
+class _DynamicBasic(_legacy_layer_base()):
     """What both layers share: upstream's options, their validation, and the `seq_length` variable.
 
     A `tf.compat.v1.layers.Layer`, as upstream's, so variables are created on the first
