@@ -38,7 +38,6 @@ import tensorflow.compat.v1 as tf1
 
 DYNAMIC_RNN_UNIDIRECTION = "UNIDIRECTIONAL"
 DYNAMIC_RNN_BIDIRECTION = "BIDIRECTIONAL"
-DYNAMIC_RNN_REDIRECTIONAL = "REDIRECTIONAL"
 
 UNKNOWN_BATCH_SIZE = 16
 """Upstream's `seq_length` variable length when the batch size is not static."""
