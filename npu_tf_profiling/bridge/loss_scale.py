@@ -238,7 +238,7 @@ class NPULossScaleOptimizer(tf1.train.Optimizer):
             return [(_times(g, inverse), v) for g, v in grads_and_vars]
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        """Applies the update only if no gradient overflowed, then steps the loss-scale schedule."""
+        """Applies the update only if no gradient overflowed, and steps the loss-scale schedule with that result."""
         grads_and_vars = list(grads_and_vars)  # it may be a one-shot iterator such as zip(...)
 
         def apply() -> tf1.Operation:
