@@ -33,7 +33,14 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 from npu_tf_profiling.bridge import rank_session
-from npu_tf_profiling.bridge.ranks import WORLD_GROUP, RankSetup, check_group, exec_timeout_s, rank_setup
+from npu_tf_profiling.bridge.ranks import (
+    WORLD_GROUP,
+    RankSetup,
+    check_group,
+    exec_timeout_s,
+    multi_rank_requested,
+    rank_setup,
+)
 
 WORLD_GROUP_KEY = 0x4843434C
 """TensorFlow's group key of `hccl_world_group` ("HCCL" in ASCII): the same number on every rank."""
@@ -123,8 +130,7 @@ def reduce_scatter(tensor: Any, reduction: str, rank_size: int, group: str = WOR
 def collective_setup(group: str = WORLD_GROUP) -> RankSetup | None:
     """The rank set-up when collectives cross processes (RANK_SIZE > 1), else None (single rank: identity)."""
     check_group(group)
-    setup = rank_setup()
-    return setup if setup.multi_rank else None
+    return rank_setup() if multi_rank_requested() else None
 
 
 def next_instance_key() -> int:

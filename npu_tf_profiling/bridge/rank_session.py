@@ -35,7 +35,14 @@ import time
 from types import ModuleType
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.ranks import Peer, RankSetup, connect_timeout_s, exec_timeout_s, rank_setup
+from npu_tf_profiling.bridge.ranks import (
+    Peer,
+    RankSetup,
+    connect_timeout_s,
+    exec_timeout_s,
+    multi_rank_requested,
+    rank_setup,
+)
 from npu_tf_profiling.runtime.tf_hook import when_session_module_loads
 
 _MARK = "__npu_tf_profiling_ranks__"
@@ -63,9 +70,9 @@ def configure_session_for_ranks(config_proto: Any = None) -> Any:
     from tensorflow.core.protobuf import config_pb2
 
     config = config_proto if isinstance(config_proto, config_pb2.ConfigProto) else config_pb2.ConfigProto()
-    setup = rank_setup()
-    if not setup.multi_rank:
+    if not multi_rank_requested():
         return config
+    setup = rank_setup()
     peers = setup.require_peers()
     config.experimental.collective_group_leader = peers[0].task_name
     del config.device_filters[:]
@@ -97,17 +104,21 @@ def _patch_session_module(module: ModuleType) -> None:
 
     @functools.wraps(original_init)
     def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
-        setup = rank_setup()  # a contradictory rank environment fails here, before any step
-        if target or not setup.multi_rank:
+        if target or not multi_rank_requested():
             original_init(self, target, graph, config)
             return
         from tensorflow.core.protobuf import config_pb2
 
-        session_config = config_pb2.ConfigProto()
-        if config is not None:
-            session_config.CopyFrom(config)  # the caller's config is not changed
-        configure_session_for_ranks(session_config)
-        server_target = _JOB.join(setup, session_config)
+        try:
+            setup = rank_setup()  # a contradictory rank environment fails here, before any step
+            session_config = config_pb2.ConfigProto()
+            if config is not None:
+                session_config.CopyFrom(config)  # the caller's config is not changed
+            configure_session_for_ranks(session_config)
+            server_target = _JOB.join(setup, session_config)
+        except Exception:
+            self._session = None  # no TensorFlow session was made: BaseSession.__del__ has nothing to close
+            raise
         original_init(self, server_target, graph, session_config)
         _watch_runs(self, setup)
 
@@ -226,17 +237,23 @@ def _rank_failure(exc: Exception, setup: RankSetup) -> RankFailureError | None:
 class _Watchdog:
     """Ends the process when a run is stuck past HCCL_EXEC_TIMEOUT and a rank is gone."""
 
-    def __init__(self, exit_process: Callable[[int], None] = os._exit) -> None:
+    def __init__(self, exit_process: Callable[[int], None] = os._exit, grace_s: float = WATCHDOG_GRACE_S) -> None:
+        self._grace_s = grace_s
         self._lock = threading.Lock()
         self._runs: dict[int, float] = {}
         self._next_token = 0
         self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
         self._exit = exit_process
 
     def start(self, setup: RankSetup) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._watch, args=(setup,), name="npu-tf-ranks-watchdog", daemon=True)
             self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching (the process is leaving the job)."""
+        self._stopped.set()
 
     def run_started(self) -> int:
         with self._lock:
@@ -249,9 +266,8 @@ class _Watchdog:
             self._runs.pop(token, None)
 
     def _watch(self, setup: RankSetup) -> None:
-        limit = exec_timeout_s() + WATCHDOG_GRACE_S
-        while True:
-            time.sleep(min(5.0, limit / 4))
+        limit = exec_timeout_s() + self._grace_s
+        while not self._stopped.wait(min(5.0, limit / 4)):
             with self._lock:
                 oldest = min(self._runs.values(), default=None)
             if oldest is None or time.monotonic() - oldest < limit:
@@ -265,6 +281,7 @@ class _Watchdog:
                     file=sys.stderr, flush=True,
                 )
                 self._exit(EXIT_RANK_LOST)
+                return
 
 
 _JOB = _Job()

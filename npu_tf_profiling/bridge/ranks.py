@@ -138,10 +138,16 @@ def rank_setup(environ: Mapping[str, str] | None = None) -> RankSetup:
     rank_id = rank_id_env if rank_id_env is not None else (own_rank or 0)
     if rank_id >= rank_size:
         raise RankSetupError(f"RANK_ID={rank_id} is not below RANK_SIZE={rank_size} ({source})")
-    multi_rank = rank_size_env is not None and rank_size_env > 1
+    multi_rank = multi_rank_requested(environ)
     if multi_rank and peers and own_rank is None and source == "TF_CONFIG":
         raise RankSetupError("RANK_SIZE > 1 but TF_CONFIG's task is not a training task (chief, master or worker)")
     return RankSetup(rank_id, rank_size, peers, source, multi_rank)
+
+
+def multi_rank_requested(environ: Mapping[str, str] | None = None) -> bool:
+    """RANK_SIZE > 1: the only switch, read alone so that single-rank processes never parse the rest."""
+    rank_size = _non_negative_int(os.environ if environ is None else environ, "RANK_SIZE")
+    return rank_size is not None and rank_size > 1
 
 
 def connect_timeout_s(environ: Mapping[str, str] | None = None) -> float:

@@ -29,6 +29,8 @@ from npu_tf_profiling.bridge.distributed import (  # noqa: E402
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,
     broadcast_global_variables,
+    get_local_rank_id,
+    get_local_rank_size,
     get_rank_id,
     get_rank_size,
     overflow_across_ranks,
@@ -63,8 +65,11 @@ def build_model(features: tf.Tensor, labels: tf.Tensor, rank: int, args: argpars
         manager = ExponentialUpdateLossScaleManager(init_loss_scale=2.0 ** 10, incr_every_n_steps=1000,
                                                     decr_every_n_nan_or_inf=1, decr_ratio=0.5)
         optimizer = NPULossScaleOptimizer(optimizer, manager, is_distributed=True)
-        if rank == args.overflow_rank:  # this rank's gradients overflow in step K (global step K-1 before it)
-            blow_up = tf.where(tf.equal(global_step, args.overflow_step - 1), np.float32(np.inf), np.float32(1.0))
+        # Counts the steps run (a skipped step leaves the global step as it was); every rank has it, so
+        # the ranks' variables match for the broadcast, and rank R's gradients are inf in step K.
+        steps_run = tf.get_variable("steps_run", initializer=np.int64(0), trainable=False)
+        if rank == args.overflow_rank:
+            blow_up = tf.where(tf.equal(tf.assign_add(steps_run, 1), args.overflow_step), np.float32(np.inf), np.float32(1.0))
             training_loss = loss * blow_up
     train_op = optimizer.minimize(training_loss, global_step=global_step)
     if rank == args.kill_rank:
@@ -129,10 +134,12 @@ def run_session(args: argparse.Namespace, rank: int, size: int, result: dict) ->
 def run_monitored(args: argparse.Namespace, rank: int, size: int, result: dict) -> None:
     features, labels = tf.data.make_one_shot_iterator(input_fn(rank)).get_next()
     _, train_op = build_model(features, labels, rank, args)
+    checks = collectives(rank, size) if args.collectives else {}
     hooks = [NPUBroadcastGlobalVariablesHook(0, rank)]
     with tf.train.MonitoredTrainingSession(hooks=hooks, config=tf.ConfigProto(), save_checkpoint_secs=None,
                                            save_summaries_steps=None, log_step_count_steps=None) as session:
         result.update({f"start_{k}": v for k, v in weights_now(session).items()})
+        result.update({f"check_{k}": v for k, v in session.run(checks).items()})
         for _ in range(args.steps):
             session.run(train_op)
         result.update({f"end_{k}": v for k, v in weights_now(session).items()})
@@ -181,7 +188,8 @@ def main() -> int:
     rank, size = get_rank_id(), get_rank_size()
     x, y = rank_data(rank)
     w0, b0 = rank_initial_weights(rank)
-    result: dict = {"x": x, "y": y, "init_weights": w0, "init_bias": b0}
+    result: dict = {"x": x, "y": y, "init_weights": w0, "init_bias": b0, "rank_size": size,
+                    "local_rank_id": get_local_rank_id(), "local_rank_size": get_local_rank_size()}
     started = time.monotonic()
     {"session": run_session, "monitored": run_monitored, "estimator": run_estimator}[args.api](args, rank, size, result)
     np.savez(os.path.join(args.out, f"rank_{rank}.npz"), **result)
