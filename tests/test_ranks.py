@@ -7,6 +7,7 @@ tests/test_ranks_multiprocess.py. Nothing here starts a TensorFlow server.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 
@@ -29,7 +30,15 @@ from npu_tf_profiling.bridge.distributed import (
     npu_distributed_optimizer_wrapper,
     overflow_across_ranks,
 )
-from npu_tf_profiling.bridge.ranks import Peer, RankSetup, RankSetupError, connect_timeout_s, exec_timeout_s, rank_setup
+from npu_tf_profiling.bridge.ranks import (
+    Peer,
+    RankSetup,
+    RankSetupError,
+    connect_timeout_s,
+    exec_timeout_s,
+    rank_setup,
+    tf_config_hidden_from_run_config,
+)
 from npu_tf_profiling.graph_points import find_trace_points
 
 RANK_VARIABLES = ("RANK_ID", "RANK_SIZE", "TF_CONFIG", "RANK_TABLE_FILE", "HCCL_IF_BASE_PORT", "HCCL_CONNECT_TIMEOUT",
@@ -201,6 +210,18 @@ def test_single_rank_sessions_are_left_alone(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("TF_CONFIG", "{not json")  # never parsed: one rank needs nothing from it
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         assert session.sess_str == b"" and session.run(tf.constant(3)) == 3
+
+
+def test_run_config_sees_one_process_while_the_ranks_come_from_tf_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    workers = tf_config({"worker": ["a:1", "b:1"]}, "worker", 1)
+    monkeypatch.setenv("TF_CONFIG", workers)
+    with pytest.raises(ValueError, match='must have one "chief" node'):
+        tf.estimator.RunConfig()  # what an Estimator script would meet without the bridge
+    monkeypatch.setenv("RANK_SIZE", "2")
+    with tf_config_hidden_from_run_config():
+        config = tf.estimator.RunConfig(model_dir=None)
+    assert (config.master, config.is_chief, config.num_worker_replicas, config.cluster_spec.as_dict()) == ("", True, 1, {})
+    assert os.environ["TF_CONFIG"] == workers and get_rank_id() == 1
 
 
 # ----------------------------------------------------------------------------- single rank: identity

@@ -21,10 +21,11 @@ job is `rank_session`'s concern; see docs/multi_rank.md.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from npu_tf_profiling.runtime.device import TASK_TYPES_IN_RANK_ORDER
 
@@ -158,6 +159,30 @@ def connect_timeout_s(environ: Mapping[str, str] | None = None) -> float:
 def exec_timeout_s(environ: Mapping[str, str] | None = None) -> float:
     """How long one collective may wait for the other ranks before it fails (HCCL_EXEC_TIMEOUT)."""
     return _positive_seconds(os.environ if environ is None else environ, "HCCL_EXEC_TIMEOUT", DEFAULT_EXEC_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def tf_config_hidden_from_run_config() -> Iterator[None]:
+    """While an Estimator `RunConfig` is built: TF_CONFIG without its `cluster` and `task`, when RANK_SIZE > 1.
+
+    RunConfig reads a TF_CONFIG cluster as parameter-server training: it refuses a
+    cluster of workers alone, points the session at the task's own address and makes
+    every rank but the chief wait for a chief to initialise variables it never
+    shares. An Ascend rank is its own chief, as upstream: it initialises its own
+    variables (the broadcast hook then copies rank 0's) and its sessions join the
+    job through `rank_session`. So RunConfig must see a one-process job; the other
+    TF_CONFIG keys (model_dir, ...) stay visible, and TF_CONFIG is restored after.
+    """
+    original = os.environ.get("TF_CONFIG")
+    if original is None or not multi_rank_requested() or not _has_cluster(original):
+        yield
+        return
+    rest = {k: v for k, v in json.loads(original).items() if k not in ("cluster", "task")}
+    os.environ["TF_CONFIG"] = json.dumps(rest)
+    try:
+        yield
+    finally:
+        os.environ["TF_CONFIG"] = original
 
 
 # ----------------------------------------------------------------------------- the helpers scripts call
