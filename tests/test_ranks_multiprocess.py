@@ -46,9 +46,6 @@ JOB_TIMEOUT_S = 150
 LEARNING_RATE = 0.05
 BATCH = 8
 pytestmark = pytest.mark.timeout(240)
-HAS_LOSS_SCALE = (REPO / "npu_tf_profiling" / "bridge" / "loss_scale.py").exists()
-"""NPULossScaleOptimizer lives in bridge/loss_scale.py; until that module is in the checkout, two_ranks trains without it."""
-SKIPPED_STEPS = (OVERFLOW_STEP,) if HAS_LOSS_SCALE else ()
 
 sys.path.insert(0, str(WORKER.parent))
 import rank_worker  # noqa: E402  (the data and initial weights the workers use)
@@ -156,9 +153,9 @@ def jobs(tmp_path_factory) -> Iterator[dict[str, Job]]:
     for s in held2 + held3 + held_est + held_killed + held_never:
         s.close()
     started = {
-        "two_ranks": _start(two, _tf_config_envs(ports2), ["--api", "session", "--collectives"] + (
-            ["--loss-scale", "--overflow-rank", "1", "--overflow-step", str(OVERFLOW_STEP)] if HAS_LOSS_SCALE else []
-        ), extra_env=_profiling_env(two)),
+        "two_ranks": _start(two, _tf_config_envs(ports2), [
+            "--api", "session", "--collectives", "--loss-scale", "--overflow-rank", "1", "--overflow-step", str(OVERFLOW_STEP),
+        ], extra_env=_profiling_env(two)),
         "three_ranks": _start(three, _rank_table_envs(three, ports3), ["--api", "monitored", "--collectives"],
                               extra_env=_profiling_env(three)),
         "estimator": _start(est, _rank_table_envs(est, ports_est), ["--api", "estimator", "--profile-output", str(est / "prof")]),
@@ -256,17 +253,11 @@ def assert_profiled_with_reduce(prof_root: Path, ranks: int, steps: int, capsys)
 
 
 # ----------------------------------------------------------------------------- 2 ranks, TF_CONFIG, plain Session
-def test_two_ranks_start_from_rank0_and_train_like_the_replay(jobs):
-    assert_trained_like_replay(_finished(jobs["two_ranks"]), 2, skipped_steps=SKIPPED_STEPS)
-
-
-@pytest.mark.skipif(not HAS_LOSS_SCALE, reason="NPULossScaleOptimizer (bridge/loss_scale.py) is not in this checkout")
-def test_an_overflow_on_one_rank_skips_the_step_on_every_rank(jobs):
+def test_two_ranks_start_from_rank0_and_every_rank_skips_the_step_one_rank_overflowed(jobs):
     job = _finished(jobs["two_ranks"])
-    for rank in range(2):
-        result = job.result(rank)
-        assert int(result["end_global_step"]) == STEPS - 1  # the replay above skips step 4 for every rank
-        assert float(result["end_loss_scale"]) == 512.0  # 1024 halved once, on both ranks, though only rank 1 overflowed
+    assert_trained_like_replay(job, 2, skipped_steps=(OVERFLOW_STEP,))  # global step 9 of 10 on every rank
+    scales = [float(job.result(r)["end_loss_scale"]) for r in range(2)]
+    assert scales == [512.0, 512.0]  # 1024 halved once, on both ranks, though only rank 1 overflowed
 
 
 def test_two_ranks_hccl_ops_values(jobs):
