@@ -313,6 +313,19 @@ def test_gradients_are_packed_into_one_all_reduce_per_dtype_that_discovery_group
         assert {name for group in points.all_reduce for name in group} == {op.name for op in reduces}
 
 
+def test_the_wrapper_averages_in_every_gradient_method_of_the_optimizer_object(two_ranks) -> None:
+    with tf.Graph().as_default() as graph:
+        w = tf.compat.v1.get_variable("w", [3])
+        loss = tf.reduce_sum(w * w)
+        v1 = tf.compat.v1.train.MomentumOptimizer(0.1, 0.9)
+        assert npu_distributed_optimizer_wrapper(v1) is v1
+        v1.compute_gradients(loss)
+        keras = npu_distributed_optimizer_wrapper(tf.keras.optimizers.legacy.SGD(0.1))
+        keras.get_gradients(loss, [w])
+        assert npu_distributed_optimizer_wrapper(keras).get_gradients is keras.get_gradients  # wrapped once
+        assert [op.type for op in _collectives(graph)] == ["CollectiveReduceV2"] * 2
+
+
 def test_root_sends_and_the_others_receive(two_ranks, monkeypatch: pytest.MonkeyPatch) -> None:
     for rank, expected in (("0", "CollectiveBcastSendV2"), ("1", "CollectiveBcastRecvV2")):
         monkeypatch.setenv("RANK_ID", rank)

@@ -306,4 +306,4 @@ def test_never_started_rank_is_named_within_the_connect_timeout(jobs):
     codes = job.wait()
     assert codes[0] != 0
     log = job.log(0)
-    assert f"rank 1 (localhost:" in log and f"did not come up within HCCL_CONNECT_TIMEOUT={NEVER_STARTED_CONNECT_TIMEOUT_S} s" in log, log[-3000:]
+    assert "rank 1 (localhost:" in log and f"did not come up within HCCL_CONNECT_TIMEOUT={NEVER_STARTED_CONNECT_TIMEOUT_S} s" in log, log[-3000:]

@@ -29,7 +29,7 @@ from typing import Any
 import tensorflow as tf
 
 from npu_tf_profiling.bridge.hccl_ops import broadcast_packed, can_carry, collective_setup, reduce_packed
-from npu_tf_profiling.bridge.ranks import (  # noqa: F401 - re-exported: upstream scripts import them from here
+from npu_tf_profiling.bridge.ranks import (  # re-exported: upstream's npu_init hands them out with the optimizer
     get_local_rank_id,
     get_local_rank_size,
     get_npu_local_rank_id,
@@ -39,6 +39,23 @@ from npu_tf_profiling.bridge.ranks import (  # noqa: F401 - re-exported: upstrea
     get_rank_id,
     get_rank_size,
 )
+
+__all__ = [
+    "NPUBroadcastGlobalVariablesHook",
+    "NPUDistributedOptimizer",
+    "allreduce",
+    "broadcast_global_variables",
+    "get_local_rank_id",
+    "get_local_rank_size",
+    "get_npu_local_rank_id",
+    "get_npu_local_rank_size",
+    "get_npu_rank_id",
+    "get_npu_rank_size",
+    "get_rank_id",
+    "get_rank_size",
+    "npu_distributed_optimizer_wrapper",
+    "overflow_across_ranks",
+]
 
 _WRAPPED = "__npu_tf_profiling_averaged__"
 
@@ -61,18 +78,13 @@ def allreduce(tensor: Any, average: bool = True) -> Any:
 class NPUDistributedOptimizer(tf.compat.v1.train.Optimizer):
     """Wraps a `tf.compat.v1.train.Optimizer`: gradients are averaged over all ranks before they are applied.
 
-    Slots, variables and unknown attributes (learning rate, ...) are the wrapped optimizer's.
+    Slots and variables are the wrapped optimizer's, as upstream delegates them.
     """
 
     def __init__(self, optimizer: Any, is_weight_update_sharding: bool = False, name: str | None = None) -> None:
         self._optimizer = optimizer
         self._is_weight_update_sharding = is_weight_update_sharding
         super().__init__(use_locking=False, name=name or f"Distributed{type(optimizer).__name__}")
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr == "_optimizer":  # not set yet: no recursion while __init__ runs
-            raise AttributeError(attr)
-        return getattr(self._optimizer, attr)
 
     def compute_gradients(self, *args: Any, **kwargs: Any) -> list:
         """The wrapped optimizer's gradients, averaged over all ranks (one collective per dtype)."""
