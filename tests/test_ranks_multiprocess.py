@@ -20,6 +20,7 @@ mean of the ranks' gradients.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import socket
@@ -43,12 +44,17 @@ KILL_AT_STEP = 5
 KILLED_EXEC_TIMEOUT_S = 8
 NEVER_STARTED_CONNECT_TIMEOUT_S = 3
 JOB_TIMEOUT_S = 150
-LEARNING_RATE = 0.05
-BATCH = 8
 pytestmark = pytest.mark.timeout(240)
 
-sys.path.insert(0, str(WORKER.parent))
-import rank_worker  # noqa: E402  (the data and initial weights the workers use)
+
+def _load_worker_module():
+    spec = importlib.util.spec_from_file_location("rank_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rank_worker = _load_worker_module()  # the data and initial weights the workers use
 
 
 @dataclass
@@ -181,19 +187,20 @@ def replay(ranks: int, steps: int, skipped_steps: tuple[int, ...] = ()) -> tuple
     """Rank 0's initial weights, then gradient descent on the mean over ranks of each rank's batch gradient."""
     weights, bias = (a.astype(np.float64) for a in rank_worker.rank_initial_weights(0))
     data = [rank_worker.rank_data(r) for r in range(ranks)]
-    batches = len(data[0][0]) // BATCH
+    batches = len(data[0][0]) // rank_worker.BATCH
     for step in range(1, steps + 1):
         if step in skipped_steps:
             continue
-        start = ((step - 1) % batches) * BATCH
+        start = ((step - 1) % batches) * rank_worker.BATCH
         grads_w, grads_b = [], []
         for x, y in data:
-            xb, yb = x[start:start + BATCH].astype(np.float64), y[start:start + BATCH].astype(np.float64)
+            end = start + rank_worker.BATCH
+            xb, yb = x[start:end].astype(np.float64), y[start:end].astype(np.float64)
             residual = xb @ weights + bias - yb
             grads_w.append(2.0 * xb.T @ residual / residual.size)
             grads_b.append(2.0 * residual.sum(axis=0) / residual.size)
-        weights = weights - LEARNING_RATE * np.mean(grads_w, axis=0)
-        bias = bias - LEARNING_RATE * np.mean(grads_b, axis=0)
+        weights = weights - rank_worker.LEARNING_RATE * np.mean(grads_w, axis=0)
+        bias = bias - rank_worker.LEARNING_RATE * np.mean(grads_b, axis=0)
     return weights, bias
 
 
