@@ -21,6 +21,9 @@ CLUSTER = {"chief": ["h0:1"], "worker": ["h1:1", "h2:1"], "ps": ["h3:1"]}
         ({"TF_CONFIG": json.dumps({"cluster": CLUSTER, "task": {"type": "ps", "index": 0}})}, 0),
         ({"TF_CONFIG": "not json"}, 0),
         ({"DEVICE_ID": "x", "RANK_ID": "2"}, 2),
+        # Two hosts of an 8-device-per-host job: DEVICE_ID repeats on every host, RANK_ID does not.
+        ({"DEVICE_ID": "0", "RANK_ID": "8", "RANK_SIZE": "16"}, 8),
+        ({"DEVICE_ID": "3", "RANK_ID": "5", "RANK_SIZE": "1"}, 3),
     ],
 )
 def test_device_id(environ, expected) -> None:

@@ -1,6 +1,8 @@
 """Which device/rank id this process profiles as (the `device_<id>` folder and the Device_id column).
 
-Order, as on Ascend clusters: DEVICE_ID, then RANK_ID, then the TF_CONFIG task
+Order: in a multi-rank job (RANK_SIZE > 1) RANK_ID first, because Ascend launch
+scripts set DEVICE_ID per host (every host has a device 0) while RANK_ID is
+unique in the job; otherwise DEVICE_ID, then RANK_ID. Then the TF_CONFIG task
 (chief first, then workers), else 0. Multi-worker runs therefore land in distinct
 folders without any extra configuration.
 """
@@ -51,7 +53,8 @@ def rank_size(environ: Mapping[str, str] | None = None) -> int | None:
 
 def device_id(environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
-    for variable in ("DEVICE_ID", "RANK_ID"):
+    multi_rank = (rank_size(environ) or 1) > 1 and environ.get("RANK_ID", "").strip().isdigit()
+    for variable in ("RANK_ID", "DEVICE_ID") if multi_rank else ("DEVICE_ID", "RANK_ID"):
         value = environ.get(variable, "").strip()
         if value.isdigit():
             return int(value)
