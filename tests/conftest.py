@@ -1,7 +1,8 @@
 """Shared test set-up: a clean profiling environment for every test.
 
-Tests must not inherit PROFILING_* variables from the shell that runs them, and
-TensorFlow's own logging is quietened so failures stay readable.
+Tests must not inherit PROFILING_* variables from the shell that runs them, nor
+the once-per-process notes an earlier test showed; TensorFlow's own logging is
+quietened so failures stay readable.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 
 import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
+from npu_tf_profiling.config.notices import forget_shown  # noqa: E402
 
 PROFILING_VARIABLES = (
     "PROFILING_MODE", "PROFILING_OPTIONS", "PROFILING_DYNAMIC_CONFIG", "DEVICE_ID", "RANK_ID", "RANK_SIZE", "TF_CONFIG",
@@ -23,3 +25,4 @@ PROFILING_VARIABLES = (
 def _clean_profiling_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROFILING_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    forget_shown()  # each test is a fresh process as far as once-per-process notes go

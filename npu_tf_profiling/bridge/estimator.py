@@ -11,13 +11,13 @@ Estimator-only names below raise `EstimatorUnavailableError` when used.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 
 from npu_tf_profiling.config.errors import EstimatorUnavailableError
+from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.profiling_config import ProfilingConfig
 from npu_tf_profiling.config.session_proto import read_request, write_request
 
@@ -164,19 +164,13 @@ if _ESTIMATOR_ERROR is None:
             if unknown:
                 raise TypeError(f"NPURunConfig got unexpected keyword argument(s): {', '.join(unknown)}")
             if npu_only_knobs:
-                warnings.warn(
-                    "NPURunConfig: " + ", ".join(sorted(npu_only_knobs)) + " accepted, no effect on CPU/GPU TensorFlow",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+                warn_user("NPURunConfig: " + ", ".join(sorted(npu_only_knobs)) + " accepted, no effect on CPU/GPU TensorFlow")
             if not isinstance(iterations_per_loop, int) or isinstance(iterations_per_loop, bool) or iterations_per_loop < 1:
                 raise ValueError(f"NPURunConfig: iterations_per_loop must be a positive int, got {iterations_per_loop!r}")
             if iterations_per_loop > 1:
-                warnings.warn(
+                warn_user(
                     f"NPURunConfig: iterations_per_loop={iterations_per_loop} accepted, no effect on CPU/GPU TensorFlow: "
-                    "each session.run is one iteration (the step trace has one row per step)",
-                    RuntimeWarning,
-                    stacklevel=2,
+                    "each session.run is one iteration (the step trace has one row per step)"
                 )
             if profiling_config is not None and not isinstance(profiling_config, ProfilingConfig):
                 raise TypeError(f"NPURunConfig: profiling_config must be a ProfilingConfig, got {type(profiling_config).__name__}")

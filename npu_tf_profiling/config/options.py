@@ -34,7 +34,9 @@ class ProfilingOptions:
     """Every profiling_options key; None means "not given" (so `to_json` round-trips exactly).
 
     `notes` holds the deprecation notes produced while parsing legacy spellings;
-    they are not options and are not serialised.
+    they are not options and are not serialised. `is_default_set` is True when the
+    input was empty and the documented default set was filled in: its keys are the
+    package's choice, not the user's, so nothing warns about them.
     """
 
     output: str | None = None
@@ -67,6 +69,7 @@ class ProfilingOptions:
     stop_step: int | None = None
     apply_to: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    is_default_set: bool = field(default=False, compare=False, repr=False)
 
     # ----- construction -------------------------------------------------------------------
     @classmethod
@@ -85,7 +88,7 @@ class ProfilingOptions:
         else:
             raise ProfilingOptionsError(f"{origin}: expected a JSON text or a dict, got {type(source).__name__}")
         if not raw:
-            raw = DEFAULT_OPTIONS
+            return dataclasses.replace(cls._from_mapping(DEFAULT_OPTIONS, origin, notes), is_default_set=True)
         return cls._from_mapping(raw, origin, notes)
 
     @staticmethod
@@ -145,7 +148,7 @@ class ProfilingOptions:
     # ----- views --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The options that were given, by canonical key."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "notes" and getattr(self, f.name) is not None}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare and getattr(self, f.name) is not None}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -155,10 +158,10 @@ class ProfilingOptions:
         return value is not None and value not in OFF_VALUES
 
     def not_collected(self) -> list[str]:
-        """Keys asked for (set to something other than off) that nothing collects on CPU/GPU.
+        """Keys set (to something other than off) that nothing collects on CPU/GPU.
 
-        The runtime reports these once as "accepted, not collected on <device>": they
-        are never silently dropped.
+        info.json lists these as "accepted, not collected on <device>": they are never
+        silently dropped; the runtime also warns about those the user wrote.
         """
         return [key for key, value in self.to_dict().items() if not SPEC_BY_KEY[key].collected and value not in OFF_VALUES]
 

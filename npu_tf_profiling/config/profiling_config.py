@@ -6,10 +6,10 @@ object is built, so the error points at the line that built it.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Mapping
 
 from npu_tf_profiling.config.errors import ProfilingDeprecationWarning
+from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.options import ProfilingOptions
 
 
@@ -24,7 +24,7 @@ class ProfilingConfig:
         self._options = ProfilingOptions.parse(profiling_options, origin="ProfilingConfig profiling_options")
         self._options_given = bool(profiling_options)
         for note in self._options.notes:
-            warnings.warn(note, ProfilingDeprecationWarning, stacklevel=2)
+            warn_user(note, ProfilingDeprecationWarning)
 
     @property
     def enable_profiling(self) -> bool:

@@ -11,16 +11,21 @@ Implements upstream GE's `ProfilingManager::InitFromOptions` precedence (see `do
 5. `PROFILING_MODE` of `false`, empty or unset means off; `dynamic` means no static
    request (the runtime then watches PROFILING_DYNAMIC_CONFIG); anything else is an
    error naming the variable.
+
+When rule 1 wins while the environment also asks for profiling, the env request
+is dropped with one note, and the Resolution keeps what was dropped so info.json
+can say so: a user who exported PROFILING_OPTIONS must not wonder why their keys
+had no effect.
 """
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from npu_tf_profiling.config.errors import ProfilingDeprecationWarning, ProfilingOptionsError
+from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.options import ProfilingOptions
 from npu_tf_profiling.config.session_proto import read_request
 
@@ -38,6 +43,8 @@ class Resolution:
     options: ProfilingOptions
     source: str
     output_dir: Path
+    # (variable, value) pairs of an env request the session's options overrode; empty when none.
+    ignored_env: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
         """The human summary `make demo` prints and the runtime logs once."""
@@ -63,13 +70,26 @@ def _env_mode(environ: Mapping[str, str]) -> str:
 
 
 def _note(message: str) -> None:
-    warnings.warn(message, ProfilingDeprecationWarning, stacklevel=4)
+    warn_user(message, ProfilingDeprecationWarning)
 
 
-def _resolved(options: ProfilingOptions, source: str) -> Resolution:
+def _resolved(options: ProfilingOptions, source: str, ignored_env: tuple[tuple[str, str], ...] = ()) -> Resolution:
     for note in options.notes:
         _note(note)
-    return Resolution(options=options, source=source, output_dir=options.resolve_output())
+    return Resolution(options=options, source=source, output_dir=options.resolve_output(), ignored_env=ignored_env)
+
+
+def _env_request(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The profiling variables of an env request (PROFILING_MODE set to anything but off), else ()."""
+    if environ.get(ENV_MODE, "").strip().lower() in ("", "false"):
+        return ()
+    return tuple((name, environ[name]) for name in (ENV_MODE, ENV_OPTIONS) if name in environ)
+
+
+def ignored_env_note(ignored_env: tuple[tuple[str, str], ...]) -> str:
+    """The one-line note for an env request the session's options overrode."""
+    names = " and ".join(f"{name}={value}" if name == ENV_MODE else name for name, value in ignored_env)
+    return f"{names} ignored: the session's profiling_options take precedence (see docs/options.md)"
 
 
 def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | None = None) -> Resolution | None:
@@ -82,7 +102,11 @@ def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | N
     request = read_request(session_config)
     session_on = request.present and request.profiling_mode
     if session_on and request.profiling_options.strip():
-        return _resolved(ProfilingOptions.parse(request.profiling_options, origin="session profiling_options"), SOURCE_SESSION)
+        options = ProfilingOptions.parse(request.profiling_options, origin="session profiling_options")
+        ignored_env = _env_request(environ)
+        if ignored_env:
+            warn_user(f"npu_tf_profiling: {ignored_env_note(ignored_env)}")
+        return _resolved(options, SOURCE_SESSION, ignored_env)
     mode = _env_mode(environ)
     if mode == "true":
         return _resolved(ProfilingOptions.parse(environ.get(ENV_OPTIONS, ""), origin=ENV_OPTIONS), SOURCE_ENV)

@@ -9,6 +9,12 @@ A change during a collection is applied after it ends (the last one wins). An
 invalid edit is logged with the reason to `log/monitor_dp_<host>_<pid>_rank_<id>.log`
 beside the config and ignored; the job never dies. If the file is missing at start,
 a template (valid, but with no window, so it collects nothing) is written.
+
+`fp_point`/`bp_point` are applied when a graph's probes are wired, at its first
+step: the points of the file's latest valid content then are used (even one with
+no window yet, or the content present at start). Probes cannot be rewired while
+the job runs, so a later edit of the points is logged in the monitor log and
+recorded in that collection's info.json (`trace_points_fallback`).
 """
 from __future__ import annotations
 
@@ -59,6 +65,7 @@ class DynamicController:
         self.log_path = path.parent / "log" / f"monitor_dp_{socket.gethostname()}_{os.getpid()}_rank_{device_id()}.log"
         self.current: Collection | None = None
         self._pending: Resolution | None = None
+        self._latest: ProfilingOptions | None = None  # the file's latest valid content, window or not
         self._lock = threading.Lock()
         self._next_poll = 0.0
         if not path.exists():
@@ -69,6 +76,7 @@ class DynamicController:
             except OSError as exc:
                 raise ProfilingOptionsError(f"{ENV_DYNAMIC_CONFIG}: cannot create {path}: {exc}") from None
         self._mtime = self._stat()
+        self._latest = self._read_quietly()
         self._log("INFO", f"watching {path} every {poll_interval_s:g} s")
 
     # ----- called from every session run -------------------------------------------------
@@ -80,6 +88,17 @@ class DynamicController:
                     self._next_poll = now + self.poll_interval_s
                     self._check_file()
         return self.current
+
+    def asked_points(self) -> dict[str, str]:
+        """The fp_point/bp_point of the collection in force, else of the file's latest valid content."""
+        options = self.current.run.resolution.options if self.current is not None else self._latest
+        if options is None:
+            return {"fp_point": "", "bp_point": ""}
+        return {"fp_point": options.fp_point or "", "bp_point": options.bp_point or ""}
+
+    def note(self, message: str) -> None:
+        """Dynamic users read the monitor log (info.json of the collection records it too)."""
+        self._log("WARNING", message)
 
     def after_iteration(self, iteration_id: int) -> None:
         current = self.current
@@ -101,6 +120,13 @@ class DynamicController:
         except OSError:
             return None
 
+    def _read_quietly(self) -> ProfilingOptions | None:
+        """The file's options at start, for its fp_point/bp_point; a bad file is reported when it next changes."""
+        try:
+            return ProfilingOptions.parse(self.path.read_text(encoding="utf-8"), origin=str(self.path))
+        except (ProfilingOptionsError, OSError, UnicodeDecodeError):
+            return None
+
     def _check_file(self) -> None:
         mtime = self._stat()
         if mtime == self._mtime:
@@ -111,6 +137,7 @@ class DynamicController:
             return
         try:
             options = ProfilingOptions.parse(self.path.read_text(encoding="utf-8"), origin=str(self.path))
+            self._latest = options
             if options.start_step is None and options.stop_step is None and options.schedule is None:
                 self._log("INFO", f"load json success; no window: nothing to collect ({TEMPLATE_HELP})")
                 return

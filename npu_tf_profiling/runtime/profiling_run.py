@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.config import Resolution
+from npu_tf_profiling.config.notices import warn_user
+from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
 from npu_tf_profiling.raw_format.task_record import frame_task_record
@@ -33,7 +35,13 @@ _RANDOM_ALPHABET = string.ascii_uppercase + string.digits
 
 @dataclass
 class ModelEntry:
-    """A distinct training graph in this PROF_* folder: its Model ID and trace points."""
+    """A training graph in this PROF_* folder: its Model ID and trace points.
+
+    `trace_points` is the info.json entry: TracePoints.to_dict(), plus, when a
+    user-given point was not used, `trace_points_fallback`:
+    {"fp_point": {"asked": ..., "used": ..., "reason": ...}, "bp_point": {...}}
+    ("used" is the op the probes time, None when there is none).
+    """
 
     model_id: int
     trace_points: dict[str, Any]
@@ -63,13 +71,16 @@ class ProfilingRun:
     def collecting(self) -> bool:
         return self._trace.stopped_reason is None and self._tasks.stopped_reason is None
 
-    def register_model(self, fingerprint: str, trace_points: dict[str, Any], op_types: dict[str, str] | None = None) -> ModelEntry:
-        """The model for a training graph; `op_types` (task_trace only) is saved for the offline reports."""
+    def register_model(self, key: str, trace_points: dict[str, Any], op_types: dict[str, str] | None = None) -> ModelEntry:
+        """The model registered under `key` (the caller decides which graphs share one), made on first use.
+
+        `op_types` (task_trace only) is saved for the offline reports.
+        """
         with self._lock:
-            entry = self.models.get(fingerprint)
+            entry = self.models.get(key)
             if entry is None:
                 entry = ModelEntry(model_id=len(self.models) + 1, trace_points=trace_points)
-                self.models[fingerprint] = entry
+                self.models[key] = entry
                 self._write_info()
                 if op_types is not None:
                     path = layout.graph_ops_path(self.prof_dir, self.device_id, entry.model_id)
@@ -101,7 +112,7 @@ class ProfilingRun:
                 return
             self.notes.append(note)
             self._write_info()
-        warnings.warn(f"npu_tf_profiling: {note}", RuntimeWarning, stacklevel=3)
+        warn_user(f"npu_tf_profiling: {note}")
 
     # ----- metadata and reports -----------------------------------------------------------
     def _write_info(self) -> None:
@@ -123,6 +134,9 @@ class ProfilingRun:
             "models": {str(m.model_id): m.trace_points for m in self.models.values()},
             "notes": list(self.notes),
         }
+        if self.resolution.ignored_env:
+            # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
+            info["env_ignored"] = {"variables": dict(self.resolution.ignored_env), "reason": ignored_env_note(self.resolution.ignored_env)}
         path = layout.device_dir(self.prof_dir, self.device_id) / layout.INFO_FILE
         try:
             atomic_write_json(path, info)
@@ -130,12 +144,12 @@ class ProfilingRun:
             warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
 
     def _announce(self) -> None:
-        for key in self.resolution.options.not_collected():
-            warnings.warn(
-                f"npu_tf_profiling: option '{key}' accepted, not collected on {self.device_kind}",
-                RuntimeWarning,
-                stacklevel=4,
-            )
+        """One note per key the user set that nothing collects here (the default set's are not theirs)."""
+        options = self.resolution.options
+        if options.is_default_set:
+            return
+        for key in options.not_collected():
+            warn_user(f"npu_tf_profiling: option '{key}' accepted, not collected on {self.device_kind}")
 
     def write_reports(self) -> list[Path]:
         """Build every report from the raw data; a failure is a warning, never fatal."""

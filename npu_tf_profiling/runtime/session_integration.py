@@ -8,11 +8,11 @@ before any step runs; a session that asks for nothing is left exactly as it was.
 from __future__ import annotations
 
 import functools
-import warnings
 from types import ModuleType
 from typing import Any
 
 from npu_tf_profiling.config import resolve_profiling
+from npu_tf_profiling.config.notices import warn_user
 
 _MARK = "__npu_tf_profiling_patched__"
 
@@ -56,8 +56,8 @@ def attach(session: Any, resolution: Any, dynamic_config: Any) -> None:
                 collection.run.add_note("training_trace and task_trace are both off: nothing is recorded")
                 return
             options = resolution.options
-            SessionProfiler(session, StaticSource(collection), options.fp_point or "", options.bp_point or "", dynamic=False)
+            SessionProfiler(session, StaticSource(collection, options.fp_point or "", options.bp_point or ""), dynamic=False)
         else:
-            SessionProfiler(session, controller_for(dynamic_config), "", "", dynamic=True)
+            SessionProfiler(session, controller_for(dynamic_config), dynamic=True)
     except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-        warnings.warn(f"npu_tf_profiling: could not attach profiling to the session ({exc!r}); training continues", RuntimeWarning, stacklevel=3)
+        warn_user(f"npu_tf_profiling: could not attach profiling to the session ({exc!r}); training continues")

@@ -11,28 +11,37 @@ line.
 Trace points are discovered lazily, at the first run after the graph has a
 training step, because scripts often create the session before building the
 model. Any failure inside profiling turns it off for this session with one
-warning; errors raised by the user's own run propagate unchanged, and so does a
-wrong fp_point/bp_point (bad input, reported before the first training step).
+warning; errors raised by the user's own run propagate unchanged. An fp_point or
+bp_point the graph does not have is a note, and the automatic point is used
+instead (see `user_points`): profiling never stops a job.
+
+Each graph gets its own Model ID, even when two graphs are identical, so rows of
+two models never mix; the one exception is a rebuilt graph that carries on an
+earlier identical graph's global step (an Estimator's repeated `train()`
+restoring its checkpoint), which continues that graph's Model ID.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sys
+import threading
 import time
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 import tensorflow as tf
 
 from typing import Protocol
 
-from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, analyse
+from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse
 from npu_tf_profiling.runtime.collection import Collection, IterationCounter
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
 from npu_tf_profiling.runtime.task_capture import RawRunMetadata, full_trace_options
+from npu_tf_profiling.runtime.user_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
 MAX_DISCOVERY_ATTEMPTS = 8
@@ -45,16 +54,33 @@ class CollectionSource(Protocol):
 
     def after_iteration(self, iteration_id: int) -> None: ...
 
+    def asked_points(self) -> dict[str, str]:
+        """{"fp_point": ..., "bp_point": ...} of the request in force ("" = automatic)."""
+        ...
+
+    def note(self, message: str) -> None:
+        """Tell the user a fact about what is profiled, where this source's user looks."""
+        ...
+
 
 @dataclass
 class StaticSource:
     collection: Collection
+    fp_point: str = ""
+    bp_point: str = ""
 
     def poll(self) -> Collection | None:
         return self.collection
 
     def after_iteration(self, iteration_id: int) -> None:
         pass
+
+    def asked_points(self) -> dict[str, str]:
+        return {"fp_point": self.fp_point, "bp_point": self.bp_point}
+
+    def note(self, message: str) -> None:
+        """info.json's notes, and one warning at the user's line."""
+        self.collection.run.add_note(message)
 
 
 @dataclass
@@ -68,6 +94,8 @@ class _GraphState:
     fingerprint: str
     counter: IterationCounter
     models: dict[int, ModelEntry]  # id(ProfilingRun) -> this graph's model there
+    chosen: ChosenPoints
+    note: Callable[[str], None]  # the discovering session's CollectionSource.note
     op_types: dict[str, str] | None = None
 
     def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool) -> ModelEntry:
@@ -75,12 +103,45 @@ class _GraphState:
         if model is None:
             if task_trace and self.op_types is None:
                 self.op_types = {op.name: op.type for op in graph.get_operations()}
-            model = run.register_model(self.fingerprint, self.points.to_dict(), self.op_types if task_trace else None)
+            entry = self.points.to_dict()
+            fallbacks = self.chosen.fallbacks_for(_asked_in(run))
+            if fallbacks:
+                entry[FALLBACK_KEY] = fallbacks
+            with _MODEL_LOCK:
+                model = run.register_model(self._model_key(run), entry, self.op_types if task_trace else None)
             self.models[id(run)] = model
+            for option, record in fallbacks.items():
+                if record != self.chosen.fallbacks.get(option):
+                    self.note(not_applied_note(option, record))
         return model
+
+    def _model_key(self, run: ProfilingRun) -> str:
+        """This graph's key among `run`'s models: its own, unless it carries on an identical graph's steps."""
+        shape = (id(run), self.fingerprint)
+        previous = _LATEST_OF_SHAPE.get(shape)
+        if previous is not None and _carries_on(previous[1], self.counter):
+            key = previous[0]
+        else:
+            key = f"{self.fingerprint}/{next(_GRAPH_SERIALS)}"
+        _LATEST_OF_SHAPE[shape] = (key, self.counter)
+        return key
+
+
+def _carries_on(earlier: IterationCounter, later: IterationCounter) -> bool:
+    """`later` continues `earlier`'s global step (a checkpoint restored), so it is the same model."""
+    return earlier.last_step is not None and later.last_step is not None and later.last_step > earlier.last_step
+
+
+def _asked_in(run: ProfilingRun) -> dict[str, str]:
+    options = run.resolution.options
+    return {"fp_point": options.fp_point or "", "bp_point": options.bp_point or ""}
 
 
 _GRAPH_STATES: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
+# (id(ProfilingRun), graph fingerprint) -> (model key, counter) of the graph of that shape registered last.
+_LATEST_OF_SHAPE: dict[tuple[int, str], tuple[str, IterationCounter]] = {}
+_GRAPH_SERIALS = itertools.count(1)
+_MODEL_LOCK = threading.Lock()
 
 
 def _fetch_key(fetches: Any) -> Hashable:
@@ -94,14 +155,12 @@ def _fetch_key(fetches: Any) -> Hashable:
 
 
 class SessionProfiler:
-    """Wraps `session.run`/`close` of one session. `fp_point`/`bp_point` come from the request."""
+    """Wraps `session.run`/`close` of one session; `source` says what to collect, and with which points."""
 
-    def __init__(self, session: Any, source: CollectionSource, fp_point: str, bp_point: str, *, dynamic: bool) -> None:
+    def __init__(self, session: Any, source: CollectionSource, *, dynamic: bool) -> None:
         self._session = session
         self._graph: tf.Graph = session.graph
         self._source = source
-        self._fp_point = fp_point
-        self._bp_point = bp_point
         # Dynamic collections may want the step trace later, and probes can only be wired in
         # before the session first runs; so a dynamic session always prepares them.
         self._dynamic = dynamic
@@ -128,8 +187,6 @@ class SessionProfiler:
         if self._enabled:
             try:
                 iteration = self._is_iteration(fetches, feed_dict)
-            except TracePointsError:
-                raise  # a wrong fp_point/bp_point is the user's bad input: fail before training
             except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
                 self._disable(exc)
         if not iteration:
@@ -168,8 +225,6 @@ class SessionProfiler:
         self._runs_seen += 1
         try:
             iteration = self._enabled and self._is_iteration(fetches, feeds)
-        except TracePointsError:
-            raise
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             self._disable(exc)
             return None
@@ -302,16 +357,19 @@ class SessionProfiler:
             self._state = shared
             return True
         discovery = analyse(self._graph)  # one GraphDef and index, shared by discovery and the probes
-        points = discovery.points(self._fp_point, self._bp_point)
+        chosen = choose_points(discovery, self._source.asked_points())
+        points = chosen.points
         collection = self._source.poll()
         if not points.is_training or points.iteration_end is None:
             if self._attempts >= MAX_DISCOVERY_ATTEMPTS and collection is not None:
                 collection.run.add_note(f"no training step found in graph {id(self._graph):#x}; its runs are not traced")
             return False
+        for option, record in chosen.fallbacks.items():
+            self._source.note(fallback_note(option, record))
         index = discovery.index
         probes = None
         if self._dynamic or (collection is not None and collection.training_trace):
-            probes = build_probes(self._graph, points, index, user_bp=bool(self._bp_point), may_rewire=self._runs_seen <= 1)
+            probes = build_probes(self._graph, points, index, user_bp=chosen.user_bp, may_rewire=self._runs_seen <= 1)
         if collection is not None:
             if probes is not None and probes.not_rewired:
                 collection.run.add_note(
@@ -320,7 +378,8 @@ class SessionProfiler:
                 )
             for reason in points.warnings:
                 collection.run.add_note(reason)
-        self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points), IterationCounter(), {})
+        self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points),
+                                  IterationCounter(), {}, chosen, self._source.note)
         _GRAPH_STATES[self._graph] = self._state
         return True
 
@@ -365,7 +424,7 @@ def _op_name(graph: tf.Graph, element: Any) -> str | None:
 
 
 def _fingerprint(graph: tf.Graph, points: TracePoints) -> str:
-    """Same training graph rebuilt (e.g. repeated Estimator.train calls) -> same Model ID."""
+    """The shape of a training graph: a rebuilt graph (e.g. repeated Estimator.train calls) has the same one."""
     text = "|".join([str(points.iteration_end), str(points.fp), str(points.bp), ",".join(points.get_next)])
     text += f"|{len(graph.get_operations())}"
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
