@@ -34,17 +34,8 @@ def warn_user(message: str, category: type[Warning] = RuntimeWarning) -> None:
             return
         _shown.add(key)
     frame = user_frame()
-    if frame is None:  # no Python frame at all (e.g. called from a bare thread bootstrap)
-        warnings.warn(message, category, stacklevel=2)
-        return
-    warnings.warn_explicit(
-        message,
-        category,
-        frame.f_code.co_filename,
-        frame.f_lineno,
-        module=frame.f_globals.get("__name__", "<string>"),
-        module_globals=frame.f_globals,
-    )
+    # No module_globals: its loader lookup raises for `python -c` code; the file name is enough for the source line.
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno, module=frame.f_globals.get("__name__", "<string>"))
 
 
 def forget_shown() -> None:
@@ -53,10 +44,12 @@ def forget_shown() -> None:
         _shown.clear()
 
 
-def user_frame() -> FrameType | None:
+def user_frame() -> FrameType:
     """The innermost frame whose file is the user's: not this package, TensorFlow or the standard library.
 
-    Falls back to the outermost frame (a script run with `python -m` starts in runpy).
+    Code with no file (`<string>`, `<stdin>`) is skipped too, since dataclasses generate
+    their `__init__` that way; so a `python -c` program is found as the outermost frame,
+    which is the fallback.
     """
     library_dirs = _library_dirs()
     frame = sys._getframe(1)
@@ -80,7 +73,7 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 def _is_library_file(filename: str, library_dirs: tuple[str, ...]) -> bool:
-    if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>...
+    if filename.startswith("<"):  # <frozen ...>, and <string> of generated code (a dataclass __init__)
         return True
     path = os.path.abspath(filename)
     if path.startswith(library_dirs):
