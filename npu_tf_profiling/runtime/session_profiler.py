@@ -30,7 +30,7 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Hashable
 
 import tensorflow as tf
 
@@ -95,16 +95,17 @@ class _GraphState:
     counter: IterationCounter
     models: dict[int, ModelEntry]  # id(ProfilingRun) -> this graph's model there
     chosen: ChosenPoints
-    note: Callable[[str], None]  # the discovering session's CollectionSource.note
     op_types: dict[str, str] | None = None
 
-    def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool) -> ModelEntry:
+    def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool, source: CollectionSource) -> ModelEntry:
+        """This graph's model in `run`, registered on first use; `source` (the recording session's)
+        says which points were asked for, and hears when they differ from the ones wired in."""
         model = self.models.get(id(run))
         if model is None:
             if task_trace and self.op_types is None:
                 self.op_types = {op.name: op.type for op in graph.get_operations()}
             entry = self.points.to_dict()
-            fallbacks = self.chosen.fallbacks_for(_asked_in(run))
+            fallbacks = self.chosen.fallbacks_for(source.asked_points())
             if fallbacks:
                 entry[FALLBACK_KEY] = fallbacks
             with _MODEL_LOCK:
@@ -112,7 +113,7 @@ class _GraphState:
             self.models[id(run)] = model
             for option, record in fallbacks.items():
                 if record != self.chosen.fallbacks.get(option):
-                    self.note(not_applied_note(option, record))
+                    source.note(not_applied_note(option, record))
         return model
 
     def _model_key(self, run: ProfilingRun) -> str:
@@ -130,11 +131,6 @@ class _GraphState:
 def _carries_on(earlier: IterationCounter, later: IterationCounter) -> bool:
     """`later` continues `earlier`'s global step (a checkpoint restored), so it is the same model."""
     return earlier.last_step is not None and later.last_step is not None and later.last_step > earlier.last_step
-
-
-def _asked_in(run: ProfilingRun) -> dict[str, str]:
-    options = run.resolution.options
-    return {"fp_point": options.fp_point or "", "bp_point": options.bp_point or ""}
 
 
 _GRAPH_STATES: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
@@ -300,10 +296,10 @@ class SessionProfiler:
             step = probe_layout.step(vector)
             state.counter.saw_step(run, step)
             if collection is not None and keep_trace:
-                model = state.model_in(collection.run, self._graph, collection.task_trace)
+                model = state.model_in(collection.run, self._graph, collection.task_trace, self._source)
                 collection.run.record_trace_line(probe_layout.record_line(model.model_id, run, vector))
         if run_metadata is not None and collection is not None:
-            model = state.model_in(collection.run, self._graph, True)
+            model = state.model_in(collection.run, self._graph, True, self._source)
             collection.run.record_tasks(model, run, step, run_metadata.step_stats_bytes(), start * 1e6, end * 1e6)
         self._source.after_iteration(iteration_id)
 
@@ -379,7 +375,7 @@ class SessionProfiler:
             for reason in points.warnings:
                 collection.run.add_note(reason)
         self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points),
-                                  IterationCounter(), {}, chosen, self._source.note)
+                                  IterationCounter(), {}, chosen)
         _GRAPH_STATES[self._graph] = self._state
         return True
 
