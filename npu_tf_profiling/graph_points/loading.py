@@ -6,6 +6,10 @@ Collections matter because they are the script's own statement of intent:
 when a tf.Graph or MetaGraphDef carries them we use them instead of guessing.
 A bare GraphDef has no collections; discovery then works from structure.
 
+Whatever the source, the GraphDef discovery sees holds the user's model only:
+the ops this package added while profiling are left out (``own_ops``), so a
+graph saved after a profiled run gives the same points as before it.
+
 Files are parsed by suffix first, then by the other plausible formats, and
 every failure becomes a GraphLoadError naming the path and what was expected.
 TensorFlow's protobuf modules are imported lazily (only when parsing).
@@ -19,6 +23,7 @@ from typing import Any, Callable
 
 from npu_tf_profiling.graph_points.errors import GraphLoadError
 from npu_tf_profiling.graph_points.index import op_name_of
+from npu_tf_profiling.graph_points.own_ops import without_own_ops
 
 TRAIN_OP_COLLECTIONS = ("train_op", "saved_model_train_op")
 GLOBAL_STEP_COLLECTION = "global_step"
@@ -33,12 +38,17 @@ class LoadedGraph:
     ``global_step`` collections (empty for a bare GraphDef).
     origin: a short human description ("GraphDef file x.pb", "SavedModel
     dir (tags: train)"), used in reasons and CLI output.
+    graph_def never holds this package's own ops (they are removed here, so
+    no way of building a LoadedGraph can let them through).
     """
 
     graph_def: Any
     train_ops: tuple[str, ...] = ()
     global_steps: tuple[str, ...] = ()
     origin: str = "GraphDef"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "graph_def", without_own_ops(self.graph_def))
 
 
 def load_graph(source: Any) -> LoadedGraph:
