@@ -6,15 +6,22 @@ Each sub-command lives next to the room it belongs to (``graph_points.command``,
 
 Exit codes (``exit_codes``): 0 success, 2 bad input (missing/corrupt file, bad
 arguments), 3 nothing found (e.g. no fp/bp points). Sub-commands return these.
+
+A reader that stops early (``npu-tf-prof points g.pbtxt | head``) closes the
+pipe under us. Well-behaved Unix tools then die of SIGPIPE without a word, and
+the shell reports 141 (128 + SIGPIPE); every sub-command does the same here:
+no traceback, nothing more written, exit code 141, so ``set -o pipefail``
+scripts see what they would see for ``cat``.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Callable, Sequence
 
-from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK
 
 # sub-command name -> module that defines `add_arguments(parser)` and `run(args) -> int`
 SUBCOMMANDS: dict[str, str] = {
@@ -38,6 +45,30 @@ def _load(name: str) -> tuple[Callable[[argparse.ArgumentParser], None], Callabl
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _silence_closed_streams()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_closed_streams() -> None:
+    """Point stdout and stderr at /dev/null so the interpreter's final flush of
+    what is still buffered cannot raise a second BrokenPipeError at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError):  # no real file behind it (captured, or already closed)
+                pass
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="npu-tf-prof", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

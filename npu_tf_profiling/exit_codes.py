@@ -6,3 +6,4 @@ them without importing the CLI (which loads sub-commands, not the reverse).
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2  # missing/corrupt file, bad arguments, a name not in the graph
 EXIT_NOT_FOUND = 3  # the input was readable but held nothing to report (no fp/bp, no iterations)
+EXIT_BROKEN_PIPE = 141  # stdout closed early (`... | head`): 128 + SIGPIPE, what the shell reports for cat or grep

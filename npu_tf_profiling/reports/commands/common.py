@@ -54,6 +54,8 @@ def for_each_prof_dir(prog: str, path: str, work: Callable[[Path], T]) -> tuple[
             except ReportError as exc:
                 err.write(f"{prog}: error: {exc}\n")
                 bad = True
+            except BrokenPipeError:
+                raise  # our reader went away (`| head`), not a bad folder: the CLI ends quietly
             except OSError as exc:
                 err.write(f"{prog}: error: {prof_dir}: {exc}\n")
                 bad = True
