@@ -6,6 +6,7 @@ once, and map to the CLI's exit codes through ``errors``.
 """
 from __future__ import annotations
 
+import functools
 import re
 import time
 import warnings
@@ -13,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.task import traced as task_traced
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
 
 # PROF_<pid>_<YYYYmmddHHMMSS>_<random>
@@ -35,6 +39,23 @@ class ProfData:
     def skipped_lines(self) -> int:
         """Lines skipped over all devices (torn or corrupt), so callers can report it."""
         return sum(d.trace.skipped_count for d in self.devices if d.trace is not None)
+
+    @functools.cached_property
+    def task_traced(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of ``table``: (task-traced, disturbed by task_trace), see ``task.traced``.
+
+        Computed on first use (it reads task_trace.bin's record headers), since
+        only the statistics need it, not the step-trace files.
+        """
+        parts = [task_traced.disturbed(d.trace.frame, task_traced.traced_runs(d.device_dir)) for d in _with_rows(self.devices)]
+        if not parts:
+            return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _with_rows(devices: list[raw_mod.DeviceRaw]) -> list[raw_mod.DeviceRaw]:
+    """The devices with iteration records, in folder order: the ones ``ProfData.table`` holds, in its row order."""
+    return [d for d in devices if d.trace is not None and not d.trace.frame.empty]
 
 
 def is_prof_dir(path: Path) -> bool:
@@ -116,7 +137,7 @@ def load_prof_dir(prof_dir: Path | str) -> ProfData:
                 stacklevel=2,
             )
         devices.append(device)
-    with_rows = [d for d in devices if d.trace is not None and not d.trace.frame.empty]
+    with_rows = _with_rows(devices)
     if not with_rows:
         raise NothingFoundError(f"{prof_dir}: no iteration records in any device folder")
     ids = [d.device_id for d in with_rows]

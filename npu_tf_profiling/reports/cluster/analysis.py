@@ -47,7 +47,8 @@ def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), ali
     if alignment.mode != "none":
         shifts = ", ".join(f"rank {r}: {s:+.0f} us" for r, s in sorted(alignment.shifts_us.items()))
         notes.append(f"timeline clocks aligned ({alignment.reason}): {shifts}")
-    report = sr.analyze(ranks, data.all_rank_ids, hosts=data.hosts, notes=notes, settings=settings)
+    report = sr.analyze(ranks, data.all_rank_ids, hosts=data.hosts, notes=notes, settings=settings,
+                        left_out=data.task_traced_steps())
     return ClusterAnalysis(data=data, rows=rows, report=report, alignment=alignment, notes=notes)
 
 

@@ -13,7 +13,11 @@ Numbers come from the step-trace table (so they match the CSV):
   Reduce inside FP to BP, so those two overlap the others;
 * input time is GetNext Time when the graph has a GetNext, else Data Aug Bound
   (feed_dict input, or no GetNext probe), and the verdict uses XProf's
-  thresholds: ≥ 20% of step time is highly input-bound, ≥ 5% moderately.
+  thresholds: ≥ 20% of step time is highly input-bound, ≥ 5% moderately;
+* task-traced iterations (FULL_TRACE) and the iteration after each are left
+  out of every statistic, and counted (``reports.task.traced`` says why):
+  they measure the profiler. Only when nothing else is left are they used,
+  and the text says the numbers then include task_trace's overhead.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.step import table as st
@@ -72,6 +77,11 @@ class ModelSummary:
     input_share: Optional[float] = None
     input_measure: Optional[str] = None
     verdict: str = UNKNOWN_INPUT_BOUND
+    # Iterations left out because task_trace disturbed them: traced ones, and those right after one.
+    task_traced_left_out: int = 0
+    task_traced: int = 0
+    # True when every timed iteration was disturbed, so the statistics had to use them anyway.
+    task_traced_included: bool = False
 
 
 @dataclass
@@ -97,10 +107,24 @@ class ProfSummary:
                 f"    Iteration Time over {m.basis_iterations} {basis}: "
                 f"median {_us(m.median_iteration_time_us)}, mean {_us(m.mean_iteration_time_us)}"
             )
+            note = _task_trace_note(m)
+            if note:
+                lines.append(f"    ({note})")
             lines.append("    " + "  ".join(f"{name} {_pct(m.shares.get(name))}" for name in SHARE_NAMES))
             measure = f" ({m.input_measure})" if m.input_measure else ""
             lines.append(f"    Input: {_pct(m.input_share)} of step time{measure} -> {m.verdict}")
         return "\n".join(lines) + "\n"
+
+
+def _task_trace_note(m: ModelSummary) -> Optional[str]:
+    if m.task_traced_included:
+        return (f"every timed iteration was task-traced or right after one, so these statistics include "
+                f"task_trace's overhead (FULL_TRACE and writing its data); {m.task_traced} traced")
+    if not m.task_traced_left_out:
+        return None
+    after = m.task_traced_left_out - m.task_traced
+    return (f"{m.task_traced_left_out} task-traced iterations left out: {m.task_traced} traced with FULL_TRACE, "
+            f"which slows them, and {after} right after one, whose Data Aug Bound holds the writing of the trace")
 
 
 def _us(value: Optional[float]) -> str:
@@ -123,12 +147,24 @@ def _stat(value: Any) -> Optional[float]:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def summarize_table(table: st.StepTraceTable) -> list[ModelSummary]:
-    """One ``ModelSummary`` per (device, model) of a step-trace table."""
-    frame = table.frame.assign(_has_previous=table.has_previous.to_numpy(), _reduce=table.total_reduce().to_numpy())
+def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None) -> list[ModelSummary]:
+    """One ``ModelSummary`` per (device, model) of a step-trace table.
+
+    ``task_traced``: per row, (task-traced, disturbed by task_trace), as
+    ``ProfData.task_traced`` gives; the disturbed rows are left out.
+    """
+    traced, disturbed = task_traced if task_traced is not None else (np.zeros(len(table), bool), np.zeros(len(table), bool))
+    frame = table.frame.assign(
+        _has_previous=table.has_previous.to_numpy(), _reduce=table.total_reduce().to_numpy(),
+        _traced=traced, _disturbed=disturbed,
+    )
     out: list[ModelSummary] = []
     for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
         timed = rows[rows[st.ITERATION_TIME].notna()]
+        undisturbed = timed[~timed["_disturbed"]]
+        included = undisturbed.empty and not timed.empty
+        if not included:
+            timed = undisturbed
         steady = timed[timed["_has_previous"]]
         basis, used = (BASIS_STEADY, steady) if not steady.empty else (BASIS_ALL, timed)
         it_time = used[st.ITERATION_TIME].astype("float64")
@@ -161,13 +197,16 @@ def summarize_table(table: st.StepTraceTable) -> list[ModelSummary]:
                 input_share=input_share,
                 input_measure=measure,
                 verdict=input_bound_verdict(input_share),
+                task_traced_left_out=0 if included else int(rows["_disturbed"].sum()),
+                task_traced=int(rows["_traced"].sum()),
+                task_traced_included=included,
             )
         )
     return out
 
 
 def summarize_prof_data(data: ProfData) -> ProfSummary:
-    return ProfSummary(prof_dir=data.prof_dir, models=summarize_table(data.table), skipped_lines=data.skipped_lines)
+    return ProfSummary(prof_dir=data.prof_dir, models=summarize_table(data.table, data.task_traced), skipped_lines=data.skipped_lines)
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:

@@ -42,6 +42,10 @@ question:
 
 Sporadic outliers (a step slow on one rank only, the rank otherwise fine) are
 listed too, largest first.
+
+Steps task_trace disturbed on any rank (a FULL_TRACE step and the one after
+it, ``reports.task.traced``) are left out of questions 1-3 for every rank and
+named in a note; they still count as present for question 4.
 """
 from __future__ import annotations
 

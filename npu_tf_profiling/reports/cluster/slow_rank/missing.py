@@ -8,7 +8,7 @@ import pandas as pd
 from npu_tf_profiling.reports.cluster import step_table as cst
 
 
-def _ranges(steps: list[int]) -> str:
+def step_ranges(steps: list[int]) -> str:
     """[1, 2, 3, 7, 9, 10] -> '1-3, 7, 9-10' (steps sorted ascending)."""
     spans: list[list[int]] = []
     for step in steps:
@@ -36,12 +36,12 @@ def missing_steps(rows: pd.DataFrame, all_ranks: list[int]) -> dict[str, Any]:
             total += len(lacking)
             entry["ranks"][str(rank)] = {
                 "count": len(lacking),
-                "steps": _ranges(lacking),
+                "steps": step_ranges(lacking),
                 "last_step": max(own) if own else None,
                 "stopped_early": not own or max(own) < hi,  # the others went on after its last step
             }
         holes = sorted(set(range(lo, hi + 1)) - union)
         if holes:
-            entry["absent_on_every_rank"] = {"count": len(holes), "steps": _ranges(holes)}
+            entry["absent_on_every_rank"] = {"count": len(holes), "steps": step_ranges(holes)}
         models[str(int(model))] = entry
     return {"models": models, "total_missing": total}

@@ -20,7 +20,7 @@ from npu_tf_profiling.reports.cluster.slow_rank.common import (
     median_without,
     rounded_us,
 )
-from npu_tf_profiling.reports.cluster.slow_rank.missing import missing_steps
+from npu_tf_profiling.reports.cluster.slow_rank.missing import missing_steps, step_ranges
 from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import method_description
 from npu_tf_profiling.reports.cluster.slow_rank.outliers import MetricResult, outliers
 from npu_tf_profiling.reports.cluster.slow_rank.render import render_text
@@ -106,10 +106,41 @@ def communication_shares(rows: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def without_steps(rows: pd.DataFrame, left_out: frozenset[tuple[int, int]]) -> tuple[pd.DataFrame, list[str]]:
+    """``rows`` less the (model, step) pairs in ``left_out``, on every rank; and a note saying which.
+
+    A step task-traced on one rank is left out for all: the rank's FULL_TRACE
+    slows it, and the other ranks then wait for it in the all-reduce.
+    """
+    keys = list(zip(rows[cst.MODEL_ID].astype(int).tolist(), rows[cst.STEP].astype(int).tolist()))
+    drop = np.fromiter((key in left_out for key in keys), dtype=bool, count=len(keys))
+    if not drop.any():
+        return rows, []
+    by_model: dict[int, list[int]] = {}
+    for model, step in sorted({key for key, gone in zip(keys, drop) if gone}):
+        by_model.setdefault(model, []).append(step)
+    count = sum(len(steps) for steps in by_model.values())
+    where = "; ".join(f"model {model}: {step_ranges(steps)}" for model, steps in by_model.items())
+    if drop.all():
+        return rows, [f"every step was task-traced or right after one ({where}), so the slow-rank tests use them "
+                      "and include task_trace's overhead"]
+    note = (f"{count} task-traced step(s) left out of the slow-rank tests ({where}): FULL_TRACE slows a traced step "
+            "and writing its trace delays the next, on that rank, and the others wait for it")
+    return rows[~drop].reset_index(drop=True), [note]
+
+
 def analyze(rows: pd.DataFrame, all_ranks: list[int], hosts: list[str] | None = None,
-            notes: list[str] | None = None, settings: Settings = Settings()) -> SlowRankReport:
-    """All analyzers on the rank rows of ``cluster_step_trace.rank_rows``; ``all_ranks`` includes ranks without data."""
-    ranks = sorted(int(r) for r in rows[cst.INDEX].unique())
+            notes: list[str] | None = None, settings: Settings = Settings(),
+            left_out: frozenset[tuple[int, int]] = frozenset()) -> SlowRankReport:
+    """All analyzers on the rank rows of ``cluster_step_trace.rank_rows``; ``all_ranks`` includes ranks without data.
+
+    ``left_out``: (model, step) pairs the tests skip (task-traced ones); they
+    still count as present for the missing-steps question.
+    """
+    present = rows
+    rows, left_out_notes = without_steps(rows, left_out)
+    notes = list(notes or []) + left_out_notes
+    ranks = sorted(int(r) for r in present[cst.INDEX].unique())
     compute = outliers(rows, METRIC_COMPUTE, settings)
     input_ = outliers(rows, METRIC_INPUT, settings)
     wait = wait_votes(rows, settings)
@@ -150,8 +181,8 @@ def analyze(rows: pd.DataFrame, all_ranks: list[int], hosts: list[str] | None = 
     report = SlowRankReport(
         ranks=ranks, hosts=hosts or [], method=method_description(len(ranks)), settings=settings,
         compute=compute, input=input_, wait=wait, slow_ranks=slow,
-        missing=missing_steps(rows, sorted(set(all_ranks) | set(ranks))),
-        communication=communication_shares(rows), notes=list(notes or []),
+        missing=missing_steps(present, sorted(set(all_ranks) | set(ranks))),
+        communication=communication_shares(rows), notes=notes,
     )
     report.verdict = render_text(report)
     return report
