@@ -17,7 +17,9 @@ Numbers come from the step-trace table (so they match the CSV):
 * task-traced iterations (FULL_TRACE) and the iteration after each are left
   out of every statistic, and counted (``reports.task.traced`` says why):
   they measure the profiler. Only when nothing else is left are they used,
-  and the text says the numbers then include task_trace's overhead.
+  and the text says the numbers then include task_trace's overhead;
+* a user fp/bp point the runtime replaced, and FP/BP columns N/A on every
+  iteration, get a note built from info.json (``point_notes``).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.step.point_notes import point_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
 HIGHLY_INPUT_BOUND = "highly input-bound"
@@ -82,6 +85,10 @@ class ModelSummary:
     task_traced: int = 0
     # True when every timed iteration was disturbed, so the statistics had to use them anyway.
     task_traced_included: bool = False
+    # Whether some iteration has an FP Start / BP End; and what info.json says about the points.
+    fp_measured: bool = True
+    bp_measured: bool = True
+    point_notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -113,6 +120,7 @@ class ProfSummary:
             lines.append("    " + "  ".join(f"{name} {_pct(m.shares.get(name))}" for name in SHARE_NAMES))
             measure = f" ({m.input_measure})" if m.input_measure else ""
             lines.append(f"    Input: {_pct(m.input_share)} of step time{measure} -> {m.verdict}")
+            lines.extend(f"    Note: {note}" for note in m.point_notes)
         return "\n".join(lines) + "\n"
 
 
@@ -200,13 +208,19 @@ def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.nda
                 task_traced_left_out=0 if included else int(rows["_disturbed"].sum()),
                 task_traced=int(rows["_traced"].sum()),
                 task_traced_included=included,
+                fp_measured=bool(rows[st.FP_START].notna().any()),
+                bp_measured=bool(rows[st.BP_END].notna().any()),
             )
         )
     return out
 
 
 def summarize_prof_data(data: ProfData) -> ProfSummary:
-    return ProfSummary(prof_dir=data.prof_dir, models=summarize_table(data.table, data.task_traced), skipped_lines=data.skipped_lines)
+    models = summarize_table(data.table, data.task_traced)
+    infos = {d.device_id: d.info for d in data.devices}
+    for m in models:
+        m.point_notes = point_notes(infos.get(m.device_id, {}), m.model_id, m.fp_measured, m.bp_measured)
+    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
