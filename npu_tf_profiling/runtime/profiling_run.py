@@ -63,6 +63,8 @@ class ProfilingRun:
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
         self._trace = AppendOnlyWriter(layout.training_trace_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
+        for writer in (self._trace, self._tasks):
+            writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
 
@@ -166,12 +168,11 @@ class ProfilingRun:
                     sys.stderr.write(f"npu_tf_profiling: {note}\n")
             return list(written)
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-            warnings.warn(
-                f"npu_tf_profiling: could not build reports for {self.prof_dir} ({exc!r}); "
-                f"run `npu-tf-prof report {self.prof_dir}` later",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+            message = (f"npu_tf_profiling: could not build reports for {self.prof_dir} ({exc!r}); "
+                       f"run `npu-tf-prof report {self.prof_dir}` later")
+            if message not in self._report_notes_shown:  # once: the session's close and the exit both try
+                self._report_notes_shown.add(message)
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
             return []
 
     def close(self) -> None:
@@ -241,6 +242,11 @@ def profiling_run_for(resolution: Resolution, fresh: bool = False) -> ProfilingR
                 f"the first session's options stay in force for {run.prof_dir}"
             )
         return run
+
+
+def runs_started() -> bool:
+    """Whether this process has made any PROF_* folder (a session took a profiling request)."""
+    return bool(_ALL_RUNS)
 
 
 def _finish_all() -> None:

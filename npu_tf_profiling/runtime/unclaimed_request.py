@@ -1,0 +1,48 @@
+"""At exit, one line when the environment asked for profiling and no session ever took the request.
+
+The ``PROFILING_MODE``/``PROFILING_OPTIONS`` request is read when a
+``tf.compat.v1.Session`` is created (by the script, an Estimator or Keras in
+graph mode). TensorFlow 2 code that never creates one (eager ``model.fit``,
+``tf.function``, ``tf.config.run_functions_eagerly(True)``) runs unprofiled,
+and without this line its user would find no PROF folder and no word why.
+
+Only processes that imported TensorFlow are concerned (a ``pip`` or ``npu-tf-prof
+report`` started from a shell that exports ``PROFILING_MODE`` is not a training
+job), and not the ``npu-tf-prof`` command itself (``points`` loads graphs, it
+runs no training).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+
+from npu_tf_profiling.config.resolution import ENV_MODE
+from npu_tf_profiling.runtime import profiling_run
+
+_CLI_MODULE = "npu_tf_profiling.cli"
+
+
+def note_if_unclaimed() -> str | None:
+    """The line to print when this process asked for profiling and nothing took it up, else None."""
+    if os.environ.get(ENV_MODE, "").strip().lower() != "true":
+        return None  # off, or dynamic mode (which watches its config file and logs there)
+    if "tensorflow" not in sys.modules or _CLI_MODULE in sys.modules or profiling_run.runs_started():
+        return None
+    return (
+        f"npu_tf_profiling: {ENV_MODE}=true, but no tf.compat.v1 Session was created in this process, so nothing "
+        "was profiled and no PROF_* folder was written. This package profiles graph-mode training "
+        "(tf.compat.v1.Session, tf.estimator, Keras with eager execution disabled); eager TensorFlow 2 code "
+        "(model.fit with eager execution, tf.function, tf.config.run_functions_eagerly) has no Session to profile."
+    )
+
+
+def _print_note() -> None:
+    note = note_if_unclaimed()
+    if note is not None:
+        sys.stderr.write(note + "\n")
+
+
+def watch() -> None:
+    """Print the note at exit when it applies (called by the start-up hook)."""
+    atexit.register(_print_note)
