@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import tensorflow.compat.v1 as tf
 
@@ -87,15 +88,12 @@ def test_when_every_iteration_is_traced_they_are_used_and_the_text_says_so(tmp_p
 
 
 def test_other_models_runs_are_not_confused(tmp_path: Path) -> None:
-    recs = disturbed_run(6, set())
-    frame_like = {layout.K_MODEL_ID: [1, 1, 2, 2], layout.K_RUN: [3, 4, 3, 4]}
-    import pandas as pd
-
-    is_traced, is_disturbed = disturbed(pd.DataFrame(frame_like), frozenset({(1, 3)}))
+    frame = pd.DataFrame({layout.K_MODEL_ID: [1, 1, 2, 2], layout.K_RUN: [3, 4, 3, 4]})
+    is_traced, is_disturbed = disturbed(frame, frozenset({(1, 3)}))
     assert is_traced.tolist() == [True, False, False, False]
     assert is_disturbed.tolist() == [True, True, False, False]
-    prof = make_prof_dir(tmp_path, {0: recs})
-    assert traced_runs(layout.device_dir(prof, 0)) == frozenset()
+    prof = make_prof_dir(tmp_path, {0: disturbed_run(6, set())})
+    assert traced_runs(layout.device_dir(prof, 0)) == frozenset()  # no task_trace.bin: nothing traced
 
 
 def test_slow_rank_analysis_leaves_traced_steps_out(tmp_path: Path) -> None:
