@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def test_a_fallback_recorded_in_info_json_is_shown(tmp_path: Path, capsys: pytes
              "trace_points_fallback": {"fp_point": {"asked": MISSPELT, "used": "conv1/Conv2D", "reason": REASON}}}
     prof = make_prof_dir(tmp_path, {0: iterations(5)}, info=info_with(entry, {"fp_point": MISSPELT}))
     (m,) = sm.summarize_prof_dir(prof).models
-    assert m.point_notes == [f"fp_point {MISSPELT!r} was not used ({REASON}): the automatic fp_point conv1/Conv2D was timed instead"]
+    assert m.point_notes == [f"fp_point {MISSPELT!r} was not used ({REASON}): conv1/Conv2D was timed instead"]
     assert main(["summary", str(prof)]) == 0
     assert f"    Note: fp_point {MISSPELT!r} was not used (" in capsys.readouterr().out
     assert main(["summary", str(prof), "--json"]) == 0
@@ -85,3 +86,25 @@ def test_an_off_path_user_fp_point_is_explained_after_a_real_run(tmp_path: Path,
     assert "Leave fp_point empty to use the automatic point" in note
     assert main(["summary", str(prof)]) == 0
     assert "    Note: FP Start is N/A on every iteration" in capsys.readouterr().out
+
+
+def test_a_misspelt_point_in_a_real_run_is_shown_with_the_point_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    graph = tf.Graph()
+    train_op, _, init_op, _ = session_mlp(graph)
+    config = tf.ConfigProto()
+    write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on", "fp_point": "dense/MatMull"}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the runtime's own note about the fallback
+        with tf.Session(graph=graph, config=config) as sess:
+            sess.run(init_op)
+            for _ in range(4):
+                sess.run(train_op)
+    prof = only_prof_dir(tmp_path)
+    (m,) = sm.summarize_prof_dir(prof).models
+    assert m.fp_measured
+    (note,) = m.point_notes
+    assert note.startswith("fp_point 'dense/MatMull' was not used (fp_point 'dense/MatMull' is not an op in this graph; "
+                           "the closest op names are: 'dense/MatMul'")
+    assert note.endswith(": dense/MatMul was timed instead")
+    assert main(["summary", str(prof)]) == 0
+    assert "    Note: fp_point 'dense/MatMull' was not used" in capsys.readouterr().out

@@ -50,7 +50,8 @@ def fallback_notes(entry: Mapping[str, Any]) -> list[str]:
             continue
         used = _text(record.get("used"))
         reason = _text(record.get("reason"))
-        instead = f"the automatic {option} {used} was timed instead" if used else f"no {option} was timed (its columns are N/A)"
+        # "used" is the automatic point for a name the graph lacks, the wired one for a late dynamic request
+        instead = f"{used} was timed instead" if used else f"no {option} was timed (its columns are N/A)"
         notes.append(f"{option} {record['asked']!r} was not used" + (f" ({reason})" if reason else "") + f": {instead}")
     return notes
 
