@@ -7,7 +7,7 @@ so the verdict has something to find, and ``--groups`` all-reduce groups.
 
 Measured per round (the data written once, before the rounds), each phase timed:
   load      find every rank, read and parse the raw lines, per-rank step-trace tables
-  rows      the cluster_step_trace_time rows (rank + per-step stage rows)
+  rows      the cluster_step_trace_time rows (one per step and rank)
   verdict   slow-rank analyzers (outlier tests, wait vote, missing steps)
   timeline  the merged timeline's JSON text (events built and encoded)
   total     the whole `npu-tf-prof cluster OUTPUT_DIR` call (what a user waits for)

@@ -12,6 +12,7 @@ report (same ``<ts>``) replaces it in one step.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -62,6 +63,7 @@ class ReportPaths(list):
         super().__init__(paths or [])
         self.notes: list[str] = list(notes or [])
         self.timings: dict[str, float] = {}  # seconds per phase of the task files (benchmarks)
+        self.layout_folders: list[Path] = []  # the ranks' msprof-analyze / MindStudio Insight folders
 
 
 def write_all_reports(
@@ -76,7 +78,9 @@ def write_all_reports(
     plus, when some device has a ``task_trace.bin``: ``task_time_<ts>.csv``,
     ``op_summary_<ts>.csv``, ``op_statistic_<ts>.csv`` and ``msprof_<ts>.json``
     (or ``msprof_<ts>_1.json``, ``_2``... when larger than
-    ``timeline_budget_bytes``, default 200 MiB). Returns the paths, with
+    ``timeline_budget_bytes``, default 200 MiB); and, beside the PROF folder,
+    each rank's msprof-analyze / MindStudio Insight folder (``reports.msprof``,
+    ``docs/msprof_layout.md``; in ``.layout_folders``). Returns the paths, with
     ``.notes`` to print. Raises ``NothingFoundError`` when the folder has
     neither training_trace records nor task data, ``BadInputError`` as
     ``load_prof_dir`` does; torn/corrupt raw data is skipped with a
@@ -102,4 +106,21 @@ def write_all_reports(
         out.timings = dict(result.timings)
     elif data is not None:
         out.notes.extend(task_reports.untraced_notes(data))
+    if data is not None:
+        out.layout_folders = _write_msprof_layouts(data)
     return out
+
+
+def _write_msprof_layouts(data: ProfData) -> list[Path]:
+    """The msprof-analyze / MindStudio Insight folders (``reports.msprof``); a failure there is a warning.
+
+    Our own reports are already written by then and stay valid, so an error in
+    the extra layout must not turn the whole report into a failure.
+    """
+    from npu_tf_profiling.reports.msprof.writer import write_prof_dir_layouts
+
+    try:
+        return write_prof_dir_layouts(data)
+    except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user their reports
+        warnings.warn(f"{data.prof_dir}: msprof-analyze layout not written: {exc!r}", RuntimeWarning, stacklevel=3)
+        return []

@@ -1,7 +1,7 @@
-"""The cluster analysis end to end: find the ranks, compute, write ``cluster_analysis_output/``.
+"""The cluster analysis end to end: find the ranks, compute, write ``npu_tf_prof_cluster/``.
 
-    OUTPUT_DIR/cluster_analysis_output/
-        cluster_step_trace_time.csv   per (step, rank) time breakdown + per-step max-over-ranks rows
+    OUTPUT_DIR/npu_tf_prof_cluster/
+        cluster_step_trace_time.csv   per (step, rank) time breakdown
         slow_rank.json                slow ranks, causes, the votes, missing steps, communication shares
         slow_rank.txt                 the same as a text verdict (also printed by the command)
         cluster_timeline.json         every rank on one clock (Chrome trace / Perfetto)
@@ -27,12 +27,13 @@ from npu_tf_profiling.raw_format.atomic import atomic_write_text
 @dataclass
 class ClusterAnalysis:
     data: ClusterData
-    rows: pd.DataFrame  # cluster_step_trace_time rows (rank + stage)
+    rows: pd.DataFrame  # cluster_step_trace_time rows
     report: sr.SlowRankReport
     alignment: ctl.ClockAlignment
     output_dir: Optional[Path] = None
     paths: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    layout_notes: list[str] = field(default_factory=list)  # the msprof-analyze folders written for missing ranks
 
 
 def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), align: str = ctl.ALIGN_AUTO) -> ClusterAnalysis:
@@ -54,7 +55,7 @@ def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), ali
 
 def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = None, settings: sr.Settings = sr.Settings(),
                            align: str = ctl.ALIGN_AUTO, with_tasks: bool = True) -> ClusterAnalysis:
-    """Analyse ``root`` and write the four files into ``output_dir`` (default ``root/cluster_analysis_output``)."""
+    """Analyse ``root`` and write the four files into ``output_dir`` (default ``root/npu_tf_prof_cluster``)."""
     analysis = analyze_cluster(root, settings, align)
     out = Path(output_dir) if output_dir is not None else Path(root) / CLUSTER_OUTPUT_DIR
     timeline, _, timeline_notes = ctl.cluster_timeline_json(analysis.data, analysis.alignment, with_tasks=with_tasks)
@@ -68,4 +69,21 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     atomic_write_text(paths[3], timeline)
     analysis.output_dir = out
     analysis.paths = paths
+    analysis.layout_notes = _msprof_layouts(analysis.data)
     return analysis
+
+
+def _msprof_layouts(data: ClusterData) -> list[str]:
+    """Write the msprof-analyze folder of ranks that lack one (a killed worker); notes to print.
+
+    Never fails the analysis: our files are already written.
+    """
+    from npu_tf_profiling.reports.msprof.writer import write_stale_rank_layouts
+
+    try:
+        ranks = write_stale_rank_layouts(data)
+    except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user the analysis
+        return [f"msprof-analyze layout not written: {exc!r}"]
+    if not ranks:
+        return []
+    return [f"msprof-analyze layout written for rank(s) {', '.join(map(str, ranks))} (missing or older than their raw data)"]

@@ -6,7 +6,9 @@ the runtime chose (``DEVICE_ID``, ``RANK_ID``, or the ``TF_CONFIG`` task: chief
 first, then workers). A cluster is every ``device_*`` folder found under
 OUTPUT_DIR: in its ``PROF_*`` folders, or in sub-folders of it up to
 ``MAX_DEPTH`` levels down (one folder per host, copied together), never in
-``cluster_analysis_output``.
+an analysis output (ours, ``npu_tf_prof_cluster``, or msprof-analyze's,
+``cluster_analysis_output``) nor in the msprof-analyze rank folders
+(``*_ascend_pt``, written from the same raw data).
 
 Each rank's records go through the same reader and step-trace formulas as the
 single-device reports (``raw``, ``step_trace``), so a cluster row and the rank's
@@ -33,9 +35,14 @@ from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task import traced as task_traced
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
+from npu_tf_profiling.reports.msprof import names as msprof_names
 from npu_tf_profiling.reports.prof_dir import is_prof_dir
 
-CLUSTER_OUTPUT_DIR = "cluster_analysis_output"
+# Our analysis output. Not msprof-analyze's ``cluster_analysis_output``: msprof-analyze writes there
+# by default (inside its input folder, which is ours too) and may delete it first.
+CLUSTER_OUTPUT_DIR = "npu_tf_prof_cluster"
+MSPROF_OUTPUT_DIR = "cluster_analysis_output"
+_NOT_RANKS = (CLUSTER_OUTPUT_DIR, MSPROF_OUTPUT_DIR)
 MAX_DEPTH = 3
 
 
@@ -122,7 +129,10 @@ def find_prof_dirs_below(root: Path | str) -> list[Path]:
     base_depth = len(root.parts)
     for current, dirs, _files in os.walk(root):
         here = Path(current)
-        dirs[:] = sorted(d for d in dirs if d != CLUSTER_OUTPUT_DIR and not d.startswith(layout.DEVICE_DIR_PREFIX))
+        dirs[:] = sorted(
+            d for d in dirs
+            if d not in _NOT_RANKS and not d.startswith(layout.DEVICE_DIR_PREFIX) and not msprof_names.is_rank_folder(Path(d))
+        )
         if here != root and is_prof_dir(here):
             found.append(here)
             dirs[:] = []

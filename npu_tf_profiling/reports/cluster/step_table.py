@@ -1,10 +1,11 @@
 """``cluster_step_trace_time.csv``: where each rank's iteration time goes, in the msprof-analyze format.
 
-One row per (step, rank) (``Type`` = ``rank``, ``Index`` = the rank), then,
-per step, one ``stage`` row holding the maximum of each column over the ranks
-that have the step (``Index`` lists them, e.g. ``(0, 1, 2)``), as msprof-analyze
-writes for a rank group; here the group is the whole data-parallel job. A step
-missing on some rank is visible there: its ``Index`` lacks that rank.
+One row per (step, rank): ``Type`` = ``rank``, ``Index`` = the rank. msprof-analyze
+adds ``stage`` rows (the maximum over a pipeline stage's ranks) only for jobs
+with pipeline-parallel groups; a data-parallel job has none, so neither does
+this table: it equals msprof-analyze's table of the same run (see
+``docs/msprof_layout.md``). ``stage_rows`` still gives the per-step maximum over
+the ranks for the slow-rank analysis, and missing steps are listed in ``slow_rank.json``.
 
 Columns (µs, whole numbers; ``N/A`` when unknown). The first twelve are
 msprof-analyze's; it derives them from per-op task times, which a step trace
@@ -14,7 +15,7 @@ iteration, as Iteration Time does):
 
 =============================================== ===========================================================
 ``Step``                                         Iteration ID (the global step: it lines up across ranks)
-``Type`` / ``Index``                             ``rank`` / rank id, or ``stage`` / ``(ranks...)``
+``Type`` / ``Index``                             ``rank`` / rank id
 ``Computing``                                    FP Start -> BP End (forward + backward), plus the time
                                                  after BP End not covered by an all-reduce (optimizer update)
 ``Communication(Not Overlapped)``                ``Communication`` - ``Overlapped``
@@ -201,20 +202,20 @@ def stage_rows(ranks: pd.DataFrame) -> pd.DataFrame:
 
 
 def cluster_step_trace_time(table: st.StepTraceTable) -> pd.DataFrame:
-    """Rank rows and stage rows interleaved: per step, its ranks then its stage row."""
+    """The CSV's rows: one per (model, step, rank), ``Index`` as text (msprof-analyze's table has no stage rows here)."""
     ranks = rank_rows(table)
-    stages = stage_rows(ranks)
-    ranks = ranks.assign(_order=0, _rank=ranks[INDEX])
     ranks[INDEX] = ranks[INDEX].astype(str)
-    stages = stages.assign(_order=1, _rank=0)
-    both = pd.concat([ranks, stages], ignore_index=True)
-    both = both.sort_values([MODEL_ID, STEP, "_order", "_rank"], kind="mergesort").reset_index(drop=True)
-    return both[COLUMNS]
+    return ranks[COLUMNS]
+
+
+def whole_us(values: pd.Series) -> pd.Series:
+    """µs floats rounded half up to whole µs (nullable Int64): the numbers every CSV of the cluster shows."""
+    return pd.Series(np.floor(values.astype("float64").to_numpy() + 0.5), index=values.index).astype("Int64")
 
 
 def to_csv(rows: pd.DataFrame) -> str:
     """CSV text: whole µs, ``N/A`` for unknown values."""
     out = rows.copy()
     for col in VALUE_COLUMNS:
-        out[col] = np.floor(out[col].astype("float64") + 0.5).astype("Int64")
+        out[col] = whole_us(out[col])
     return out.to_csv(index=False, na_rep=st.NA, lineterminator="\n")

@@ -2,10 +2,11 @@
 
 OUTPUT_DIR is the folder the workers profiled into (holding their PROF_*
 folders; sub-folders per host are searched too). Writes
-``OUTPUT_DIR/cluster_analysis_output/`` (or ``--output-dir``): the msprof-analyze
+``OUTPUT_DIR/npu_tf_prof_cluster/`` (or ``--output-dir``): the msprof-analyze
 style ``cluster_step_trace_time.csv``, ``slow_rank.json`` + ``slow_rank.txt``
-and ``cluster_timeline.json``; prints the verdict (``--json``: slow_rank.json)
-on stdout and the written files on stderr. Missing steps are reported, and do
+and ``cluster_timeline.json``; writes the msprof-analyze folder of any rank
+that lacks one (a killed worker never wrote its reports); prints the verdict
+(``--json``: slow_rank.json) on stdout and the written files on stderr. Missing steps are reported, and do
 not fail the command. Exit codes: 0 written, 2 bad input (missing path, a
 device folder, two folders claiming one rank, unreadable data), 3 no
 iteration records. Never imports TensorFlow.
@@ -27,7 +28,7 @@ PROG = "npu-tf-prof cluster"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="OUTPUT_DIR", help="the output folder holding every rank's PROF_* folder")
-    parser.add_argument("--output-dir", metavar="DIR", help="where to write (default: OUTPUT_DIR/cluster_analysis_output)")
+    parser.add_argument("--output-dir", metavar="DIR", help="where to write (default: OUTPUT_DIR/npu_tf_prof_cluster)")
     parser.add_argument("--json", action="store_true", help="print slow_rank.json instead of the text verdict")
     parser.add_argument("--align", choices=ctl.ALIGN_CHOICES, default=ctl.ALIGN_AUTO,
                         help="timeline clocks: auto (shift only across hosts), none, reduce (always shift)")
@@ -53,4 +54,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(analysis.report.to_json() if args.json else analysis.report.verdict)
     for path in analysis.paths:
         sys.stderr.write(f"{PROG}: wrote {path}\n")
+    for note in analysis.layout_notes:
+        sys.stderr.write(f"{PROG}: note: {note}\n")
     return EXIT_OK

@@ -5,7 +5,8 @@ task_time/op_summary/op_statistic CSVs and the msprof timeline (split into
 numbered files above ``--timeline-max-mb``). PATH is a PROF_* folder or an
 output folder holding several (each is reported). Prints the written files,
 one path per line, on stdout; notes (tasks and skipped nodes per device, a
-split timeline), warnings and errors go to stderr. Exit codes: 0 written, 2 bad input (missing path,
+split timeline, each rank's msprof-analyze / MindStudio Insight folder),
+warnings and errors go to stderr. Exit codes: 0 written, 2 bad input (missing path,
 not a PROF folder, unreadable data, bad --timestamp), 3 no iterations found.
 Works offline and never imports TensorFlow.
 """
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{p}\n")
         for note in paths.notes:
             sys.stderr.write(f"{PROG}: note: {note}\n")
+        for folder in paths.layout_folders:
+            sys.stderr.write(f"{PROG}: note: msprof-analyze / MindStudio Insight folder: {folder}\n")
         return paths
 
     code, _ = for_each_prof_dir(PROG, args.path, work)

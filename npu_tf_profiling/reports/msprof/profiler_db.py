@@ -1,0 +1,176 @@
+"""``ascend_pytorch_profiler_<rank>.db``: one rank's data in torch_npu's database tables.
+
+The database is what msprof-analyze's cluster analysis and recipes read
+(``cluster_time_summary``, ``slow_rank``, ...), and what its ``advisor`` and
+``compare`` prefer over the text files. Times are ns since the Unix epoch.
+What fills each table (``db_schema`` has the columns):
+
+* ``STEP_TIME``: one row per iteration: id = Iteration ID, the iteration
+  window (the step trace's iteration start -> Iteration End);
+* ``COMMUNICATION_OP``: one row per all-reduce group of an iteration (Reduce
+  Start -> End), named as in ``comm_names``, group ``hccl_world_group``, op
+  type ``hcom_allReduce_``; data type, algorithm and count are not recorded
+  (NULL / ``N/A``);
+* ``CANN_API``: the launch of each communication op (API ``HcclAllreduce``,
+  level ``communication``) and of each task (API = the op type, level
+  ``node``), joined to it by ``connectionId``; on a CPU/GPU TensorFlow the
+  launch is the op's own execution, so it carries the op's times;
+* ``TASK`` + ``COMPUTE_TASK_INFO``: one row per task_trace task that is not a
+  collective (those are in ``COMMUNICATION_OP``): op name and type, our Task
+  Type, stream, Model ID, ``opState`` ``static`` (graph mode, see
+  ``kernel_details``); Ascend kernel properties (block counts, shapes, formats,
+  HF32) are ``N/A`` / NULL. Empty where task_trace did not run;
+* ``TASK`` also holds one ``MEMCPY_ASYNC`` task per iteration for its GetNext
+  span (GetNext Start -> End): the input batch handed to the step (on Ascend,
+  the host-to-device transfer of the batch). msprof-analyze's
+  ``cluster_time_summary`` counts these as memory copies (its ``memory``
+  column), and fails without any (26.2.0), so a job without a detected
+  GetNext (``feed_dict`` input) cannot run that recipe;
+* ``PYTORCH_API``: one ``ProfilerStep#<step>`` row per iteration (level
+  ``op``), the step marker torch_npu's tools look for; ``CONNECTION_IDS``
+  exists and is empty (no framework-to-task links). There is no
+  ``COMMUNICATION_TASK_INFO``: we record no per-link communication tasks;
+* ``RANK_DEVICE_MAP`` (rank, device), ``HOST_INFO`` (host uid = a hash of the
+  host name, host name), ``NPU_INFO`` (device id, device kind),
+  ``SESSION_TIME_INFO`` (the recorded time range), ``META_DATA`` (our and
+  TensorFlow's versions, ``parallel_group_info`` when the job size is known),
+  ``ENUM_API_TYPE`` (CANN's API levels), ``STRING_IDS``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import npu_tf_profiling
+from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.reports.msprof import comm_names, profiler_info
+from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds, write_database
+from npu_tf_profiling.reports.msprof.kernel_details import NA, OP_STATE_STATIC
+from npu_tf_profiling.reports.msprof.rank_model import (
+    END_US,
+    GETNEXT_END_US,
+    GETNEXT_START_US,
+    START_US,
+    RankModel,
+    is_communication_task,
+    us_to_ns,
+)
+
+MEMCPY_TASK_TYPE = "MEMCPY_ASYNC"
+
+
+def host_uid(host: str) -> str:
+    """A stable numeric id of a host name (CANN's hostUid is a number, as text)."""
+    return str(int.from_bytes(hashlib.sha256(host.encode("utf-8")).digest()[:8], "big") >> 1)
+
+
+def _steps(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+    tid = model.pid << 32
+    for step, start, end in zip(
+        model.steps[cst.STEP].to_numpy(dtype="int64"),
+        model.steps[START_US].to_numpy(dtype="float64"),
+        model.steps[END_US].to_numpy(dtype="float64"),
+    ):
+        if np.isnan(start) or np.isnan(end):
+            continue
+        rows["STEP_TIME"].append((int(step), us_to_ns(start), us_to_ns(end)))
+        rows["PYTORCH_API"].append(
+            (us_to_ns(start), us_to_ns(end), tid, None, strings(f"ProfilerStep#{int(step)}"), None, None, None, None, None,
+             API_TYPES["op"])
+        )
+
+
+def _communication(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]], next_connection: int) -> int:
+    group = strings(comm_names.WORLD_GROUP)
+    op_type = strings(comm_names.ALLREDUCE_OP_TYPE)
+    api = strings(comm_names.ALLREDUCE_API)
+    na = strings(NA)
+    tid = model.pid << 32
+    for op_id, op in enumerate(model.comm_ops.itertuples(index=False)):
+        start, end = us_to_ns(op.start_us), us_to_ns(op.end_us)
+        connection = next_connection
+        next_connection += 1
+        name = strings(comm_names.op_name(int(op.model_id), int(op.step), int(op.group)))
+        rows["COMMUNICATION_OP"].append(
+            (name, start, end, connection, group, op_id, 0, 0, None, na, None, op_type, model.rank)
+        )
+        rows["CANN_API"].append((start, end, API_TYPES["communication"], tid, connection, api))
+    return next_connection
+
+
+def _tasks(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]], next_connection: int) -> int:
+    """The task_trace tasks (``globalTaskId`` = the task's index, as kernel_details' Task ID); returns the count."""
+    tasks = model.tasks
+    if tasks is None or not len(tasks):
+        return 0
+    na = strings(NA)
+    static = strings(OP_STATE_STATIC)
+    tid = model.pid << 32
+    columns = zip(
+        tasks["name"].tolist(), tasks["op_type"].tolist(), tasks["task_type"].tolist(),
+        tasks["stream_id"].tolist(), tasks["model_id"].tolist(), tasks["start_ns"].tolist(), tasks["end_ns"].tolist(),
+    )
+    for task_id, (name, op_type, task_type, stream, model_id, start, end) in enumerate(columns):
+        if is_communication_task(task_type):
+            continue
+        connection = next_connection + task_id
+        kind = strings(task_type)
+        rows["TASK"].append((start, end, model.rank, connection, task_id, model.pid, kind, None, stream, task_id, model_id))
+        rows["COMPUTE_TASK_INFO"].append(
+            (strings(name), task_id, None, None, kind, strings(op_type), na, na, na, na, na, na, na, static, na)
+        )
+        rows["CANN_API"].append((start, end, API_TYPES["node"], tid, connection, strings(op_type)))
+    return len(tasks)
+
+
+def _data_input(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]], first_id: int, next_connection: int) -> None:
+    """One ``MEMCPY_ASYNC`` task per iteration's GetNext span: the input batch handed to the step."""
+    kind = strings(MEMCPY_TASK_TYPE)
+    columns = [model.steps[c].to_numpy(dtype="float64") for c in (cst.MODEL_ID, GETNEXT_START_US, GETNEXT_END_US)]
+    task_id = first_id
+    for model_id, start, end in zip(*columns):
+        if np.isnan(start) or np.isnan(end) or end < start:
+            continue
+        rows["TASK"].append(
+            (us_to_ns(start), us_to_ns(end), model.rank, next_connection, task_id, model.pid, kind, None, None, task_id, int(model_id))
+        )
+        task_id += 1
+        next_connection += 1
+
+
+def _meta(model: RankModel) -> list[tuple[str, str]]:
+    meta = [("npu_tf_profiling_version", npu_tf_profiling.__version__)]
+    tf_version = model.info.get("tensorflow_version")
+    if isinstance(tf_version, str):
+        meta.append(("tensorflow_version", tf_version))
+    groups = profiler_info.parallel_group_info(model)
+    if groups is not None:
+        meta.append(("parallel_group_info", json.dumps(groups)))
+    return meta
+
+
+def profiler_db_rows(model: RankModel) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows for one rank (tables without rows are created empty)."""
+    strings = StringIds()
+    rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in PROFILER_TABLES}
+    _steps(model, strings, rows)
+    next_connection = _communication(model, strings, rows, 0)
+    n_tasks = _tasks(model, strings, rows, next_connection)
+    _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
+    start_ns, end_ns = model.time_range_ns()
+    rows["SESSION_TIME_INFO"] = [(start_ns, end_ns)]
+    rows["NPU_INFO"] = [(model.rank, model.device_kind)]
+    rows["HOST_INFO"] = [(host_uid(model.host), model.host)]
+    rows["RANK_DEVICE_MAP"] = [(model.rank, model.rank)]
+    rows["META_DATA"] = _meta(model)
+    rows["ENUM_API_TYPE"] = [(i, name) for name, i in API_TYPES.items()]
+    rows["STRING_IDS"] = strings.rows()
+    return rows
+
+
+def write_profiler_db(model: RankModel, path: Path) -> None:
+    write_database(path, PROFILER_TABLES, profiler_db_rows(model))

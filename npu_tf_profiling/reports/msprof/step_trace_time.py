@@ -1,0 +1,49 @@
+"""``ASCEND_PROFILER_OUTPUT/step_trace_time.csv``: one row per iteration, torch_npu's header.
+
+msprof-analyze reads this file for a text-only copy of the layout (no database
+beside it) and MindStudio Insight shows it as the step summary. Header, exactly:
+
+    Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,
+    Communication(Not Overlapped and Exclude Receive),Preparing
+
+Values are our cluster table's (``cluster.step_table.rank_rows``) in whole µs,
+so msprof-analyze's ``cluster_step_trace_time.csv`` equals ours. Only numbers:
+msprof-analyze turns any other text into 0 with a warning, so a value we do not
+know (``Preparing`` of a first iteration, phases of an iteration without FP/BP
+points) is written as 0 here while our own CSV says ``N/A``.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from npu_tf_profiling.reports.cluster import step_table as cst
+
+# (CSV header, cluster.step_table column); analysis.db's StepTraceTime has the same values in this order.
+FIELDS = [
+    ("Step", cst.STEP),
+    ("Computing", cst.COMPUTING),
+    ("Communication(Not Overlapped)", cst.COMM_NOT_OVERLAPPED),
+    ("Overlapped", cst.OVERLAPPED),
+    ("Communication", cst.COMMUNICATION),
+    ("Free", cst.FREE),
+    ("Stage", cst.STAGE),
+    ("Bubble", cst.BUBBLE),
+    ("Communication(Not Overlapped and Exclude Receive)", cst.COMM_NOT_OVERLAPPED_EXCL_RECEIVE),
+    ("Preparing", cst.PREPARING),
+]
+HEADER = [name for name, _ in FIELDS]
+
+
+def step_values(steps: pd.DataFrame) -> pd.DataFrame:
+    """The file's rows: Step, then the nine durations in whole µs (0 where unknown)."""
+    out = pd.DataFrame({cst.STEP: steps[cst.STEP].astype("int64").to_numpy()})
+    for _, column in FIELDS[1:]:
+        out[column] = cst.whole_us(steps[column]).fillna(0).astype("int64").to_numpy()
+    return out
+
+
+def step_trace_time_csv(steps: pd.DataFrame) -> str:
+    """The CSV text of one rank."""
+    values = step_values(steps)
+    values.columns = HEADER
+    return values.to_csv(index=False, lineterminator="\n")
