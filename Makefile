@@ -6,8 +6,11 @@ DEPS_STAMP := $(VENV)/.deps-installed
 PKG_STAMP := $(VENV)/.pkg-installed
 PKG_SOURCES := setup.py $(shell find npu_tf_profiling -name '*.py' -o -name '*.pth' 2>/dev/null)
 PYTEST_ARGS ?=
+# Huawei's msprof-analyze, in its own venv (its numpy/pandas pins differ from TensorFlow's): the tests run it on our output.
+MSPROF_VENV := .venv-msprof
+MSPROF_STAMP := $(MSPROF_VENV)/.installed
 
-.PHONY: demo test install check-latest clean
+.PHONY: demo test install msprof-analyze check-latest clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +26,17 @@ $(PKG_STAMP): $(DEPS_STAMP) $(PKG_SOURCES)
 
 install: $(PKG_STAMP)
 
+$(MSPROF_STAMP): constraints-msprof.txt
+	test -x $(MSPROF_VENV)/bin/python || $(PYTHON) -m venv $(MSPROF_VENV)
+	$(MSPROF_VENV)/bin/python -m pip install -q --disable-pip-version-check -c constraints-msprof.txt msprof-analyze
+	touch $@
+
+msprof-analyze: $(MSPROF_STAMP)
+
 demo: install
 	$(VPY) samples/estimator_profiling.py
 
-test: install
+test: install $(MSPROF_STAMP)
 	$(VPY) -m pytest -q $(PYTEST_ARGS) tests
 
 # Proves the package imports, and the Session and env paths profile real training, on the newest TensorFlow.
@@ -39,4 +49,4 @@ check-latest:
 	.venv-latest/bin/python -m pytest -q tests/test_latest_tf.py $(LATEST_RUNTIME_TESTS)
 
 clean:
-	rm -rf $(VENV) .venv-latest build *.egg-info
+	rm -rf $(VENV) .venv-latest $(MSPROF_VENV) build *.egg-info

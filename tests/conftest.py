@@ -26,3 +26,14 @@ def _clean_profiling_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROFILING_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     forget_shown()  # each test is a fresh process as far as once-per-process notes go
+
+
+@pytest.fixture(scope="session")
+def two_workers(tmp_path_factory):
+    """A 2-worker MultiWorkerMirroredStrategy job, task_trace on steps 10-12; run once, read by several modules.
+
+    Tests that run a tool writing into its input folder (msprof-analyze without -o) work on a copy.
+    """
+    from tests.multi_worker_jobs import run_job
+
+    return run_job(tmp_path_factory, "two_workers", 2, extra=["--task-trace"])

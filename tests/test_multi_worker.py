@@ -1,6 +1,7 @@
 """Real multi-worker training on localhost: MultiWorkerMirroredStrategy Estimator workers as subprocesses.
 
-Each job is started once per module (fixtures) by the sample's launcher
+Each job is started once per module (fixtures; the 2-worker job once per session,
+``conftest.two_workers``, as the msprof-analyze tests read it too) by the sample's launcher
 (samples/multi_worker_profiling.py): free ports, one TF_CONFIG per worker, a
 timeout, and, when a worker dies, the others stopped after a grace period, so
 nothing hangs. Workers import this checkout (PYTHONPATH), not a stale install.
@@ -14,7 +15,6 @@ nothing hangs. Workers import this checkout (PYTHONPATH), not a stale install.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
@@ -22,32 +22,10 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from tests.multi_worker_jobs import STEPS, run_job
 from tests.raw_fixtures import assert_step_trace_formulas
 
-REPO = Path(__file__).resolve().parents[1]
-STEPS = 30
-JOB_TIMEOUT_S = 100  # the launcher stops the workers and fails with their logs past this
 pytestmark = pytest.mark.timeout(150)
-
-
-def _sample():
-    spec = importlib.util.spec_from_file_location("multi_worker_profiling", REPO / "samples" / "multi_worker_profiling.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SAMPLE = _sample()
-
-
-def run_job(tmp_path_factory, name: str, workers: int, via: str = "config", extra: list[str] | None = None,
-            expect_death: int | None = None) -> tuple[Path, dict[int, int]]:
-    out = tmp_path_factory.mktemp(name)
-    codes = SAMPLE.launch_local_workers(
-        out, workers, STEPS, via, extra or [], timeout=JOB_TIMEOUT_S, grace=3.0, expect_death=expect_death,
-        extra_env={"PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
-    return out, codes
 
 
 def rank_folders(out: Path) -> dict[int, Path]:
@@ -69,15 +47,10 @@ def step_trace_csv(prof: Path) -> tuple[list[str], list[list[str]]]:
 def cluster(out: Path, capsys) -> tuple[dict, list[dict[str, str]], str]:
     assert main(["cluster", str(out)]) == 0
     printed = capsys.readouterr().out
-    result = out / "cluster_analysis_output"
+    result = out / "npu_tf_prof_cluster"
     with open(result / "cluster_step_trace_time.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     return json.loads((result / "slow_rank.json").read_text()), rows, printed
-
-
-@pytest.fixture(scope="module")
-def two_workers(tmp_path_factory):
-    return run_job(tmp_path_factory, "two_workers", 2, extra=["--task-trace"])  # tasks of steps 10-12 too
 
 
 @pytest.fixture(scope="module")
@@ -124,13 +97,11 @@ def test_two_worker_cluster_report(two_workers, capsys):
     out, _ = two_workers
     verdict, rows, printed = cluster(out, capsys)
     ranks = [r for r in rows if r["Type"] == "rank"]
-    stages = [r for r in rows if r["Type"] == "stage"]
-    assert len(ranks) == 2 * STEPS and len(stages) == STEPS
-    assert {r["Index"] for r in stages} == {"(0, 1)"}
+    assert len(ranks) == len(rows) == 2 * STEPS  # no stage rows in a data-parallel job, as msprof-analyze
     assert all(r["Communication"] != "N/A" and int(r["Communication"]) > 0 for r in ranks)
     assert verdict["ranks"] == [0, 1] and verdict["missing_steps"]["total_missing"] == 0
     assert "Missing steps: none" in printed
-    events = json.loads((out / "cluster_analysis_output" / "cluster_timeline.json").read_text())
+    events = json.loads((out / "npu_tf_prof_cluster" / "cluster_timeline.json").read_text())
     assert validate_chrome_trace(events) == []
     assert {e["pid"] for e in events if e.get("name") == "process_name"} == {0, 1}
     tasks = {(e["pid"], e["args"]["Iteration ID"]) for e in events if e.get("cat") == "Task"}
@@ -166,10 +137,12 @@ def test_killed_rank_leaves_missing_steps_that_are_reported(killed, capsys):
     out, codes = killed
     assert codes[1] != 0  # killed (SIGKILL); rank 0 was stopped afterwards
     assert sorted(rank_folders(out)) == [0, 1]
+    assert not list(out.glob("*_rank1_*_ascend_pt"))  # the killed worker never wrote its reports
     verdict, rows, printed = cluster(out, capsys)
+    (msprof_rank1,) = out.glob("*_rank1_*_ascend_pt")  # ... so the cluster command wrote its msprof-analyze folder
+    with open(msprof_rank1 / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", newline="") as handle:
+        assert [int(r["Step"]) for r in csv.DictReader(handle)] == list(range(1, 12))
     steps = {rank: sorted(int(r["Step"]) for r in rows if r["Type"] == "rank" and r["Index"] == str(rank)) for rank in (0, 1)}
     assert steps[0] == list(range(1, 13)) and steps[1] == list(range(1, 12))
     assert verdict["missing_steps"]["models"]["1"]["ranks"]["1"] == {"count": 1, "steps": "12", "last_step": 11, "stopped_early": True}
     assert "model 1 rank 1: 1 step(s) missing: 12 (stopped after step 11)" in printed
-    stage = {r["Step"]: r["Index"] for r in rows if r["Type"] == "stage"}
-    assert stage["12"] == "(0)" and stage["11"] == "(0, 1)"
