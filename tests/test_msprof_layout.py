@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_tf_profiling import layout
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.reports import cluster_step_trace as cst
+from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
-from npu_tf_profiling.reports.cluster_data import load_cluster
-from npu_tf_profiling.reports.cluster_synthetic import ClusterPlan, write_cluster
+from npu_tf_profiling.reports.cluster.data import load_cluster
+from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.reports.msprof import db_schema
 from npu_tf_profiling.reports.msprof.step_trace_time import HEADER
-from npu_tf_profiling.reports.task_synthetic import layered_ops, write_synthetic_prof_dir
+from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir
 from npu_tf_profiling.reports.writer import write_all_reports
 from tests.no_tensorflow import run_without_tensorflow
 

@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 
-import npu_tf_profiling
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.msprof import comm_names, profiler_info
 from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds, write_database
@@ -143,7 +142,7 @@ def _data_input(model: RankModel, strings: StringIds, rows: dict[str, list[tuple
 
 
 def _meta(model: RankModel) -> list[tuple[str, str]]:
-    meta = [("npu_tf_profiling_version", npu_tf_profiling.__version__)]
+    meta = [("npu_tf_profiling_version", profiler_info.our_version())]
     tf_version = model.info.get("tensorflow_version")
     if isinstance(tf_version, str):
         meta.append(("tensorflow_version", tf_version))

@@ -15,13 +15,22 @@ records the job's size.
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from typing import Any, Optional
 
-import npu_tf_profiling
 from npu_tf_profiling.reports.msprof import comm_names
 from npu_tf_profiling.reports.msprof.rank_model import RankModel
 
 EXPORT_TYPES = ["text", "db"]
+DISTRIBUTION = "npu-tf-profiling"
+
+
+def our_version() -> str:
+    """The installed npu-tf-profiling version (``unknown`` when run from a checkout that was never installed)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def profiler_info(model: RankModel) -> dict[str, Any]:
@@ -37,7 +46,7 @@ def profiler_info(model: RankModel) -> dict[str, Any]:
         "end_info": {"end_time_ns": end_ns, "end_time_us": end_ns // 1000},
         "framework": "TensorFlow",
         "tensorflow_version": model.info.get("tensorflow_version"),
-        "npu_tf_profiling_version": npu_tf_profiling.__version__,
+        "npu_tf_profiling_version": our_version(),
         "source": str(model.prof_dir.name),
         "config": {
             "common_config": {"profiling_options": options if isinstance(options, dict) else {}},
