@@ -60,6 +60,7 @@ from npu_tf_profiling.reports.msprof.rank_model import (
 )
 
 MEMCPY_TASK_TYPE = "MEMCPY_ASYNC"
+Rows = dict[str, list[tuple[Any, ...]]]  # table -> its rows
 
 
 def host_uid(host: str) -> str:
@@ -67,7 +68,7 @@ def host_uid(host: str) -> str:
     return str(int.from_bytes(hashlib.sha256(host.encode("utf-8")).digest()[:8], "big") >> 1)
 
 
-def _steps(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]]) -> None:
+def _steps(model: RankModel, strings: StringIds, rows: Rows) -> None:
     tid = model.pid << 32
     for step, start, end in zip(
         model.steps[cst.STEP].to_numpy(dtype="int64"),
@@ -83,7 +84,7 @@ def _steps(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any,
         )
 
 
-def _communication(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]], next_connection: int) -> int:
+def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
     group = strings(comm_names.WORLD_GROUP)
     op_type = strings(comm_names.ALLREDUCE_OP_TYPE)
     api = strings(comm_names.ALLREDUCE_API)
@@ -101,7 +102,7 @@ def _communication(model: RankModel, strings: StringIds, rows: dict[str, list[tu
     return next_connection
 
 
-def _tasks(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]], next_connection: int) -> int:
+def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
     """The task_trace tasks (``globalTaskId`` = the task's index, as kernel_details' Task ID); returns the count."""
     tasks = model.tasks
     if tasks is None or not len(tasks):
@@ -126,7 +127,7 @@ def _tasks(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any,
     return len(tasks)
 
 
-def _data_input(model: RankModel, strings: StringIds, rows: dict[str, list[tuple[Any, ...]]], first_id: int, next_connection: int) -> None:
+def _data_input(model: RankModel, strings: StringIds, rows: Rows, first_id: int, next_connection: int) -> None:
     """One ``MEMCPY_ASYNC`` task per iteration's GetNext span: the input batch handed to the step."""
     kind = strings(MEMCPY_TASK_TYPE)
     columns = [model.steps[c].to_numpy(dtype="float64") for c in (cst.MODEL_ID, GETNEXT_START_US, GETNEXT_END_US)]
@@ -152,10 +153,10 @@ def _meta(model: RankModel) -> list[tuple[str, str]]:
     return meta
 
 
-def profiler_db_rows(model: RankModel) -> dict[str, list[tuple[Any, ...]]]:
+def profiler_db_rows(model: RankModel) -> Rows:
     """Every table's rows for one rank (tables without rows are created empty)."""
     strings = StringIds()
-    rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in PROFILER_TABLES}
+    rows: Rows = {table: [] for table in PROFILER_TABLES}
     _steps(model, strings, rows)
     next_connection = _communication(model, strings, rows, 0)
     n_tasks = _tasks(model, strings, rows, next_connection)
