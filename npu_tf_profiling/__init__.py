@@ -14,10 +14,11 @@ from npu_tf_profiling.config import (
     ProfilingOptionsError,
     resolve_profiling,
 )
+from npu_tf_profiling.bridge.alias import install_npu_bridge_alias
 from npu_tf_profiling.runtime import install as _install_session_integration
 
 __version__ = "0.1.0"
-__all__ = ["ProfilingConfig", "ProfilingOptions", "ProfilingOptionsError", "resolve_profiling"]
+__all__ = ["ProfilingConfig", "ProfilingOptions", "ProfilingOptionsError", "install_npu_bridge_alias", "resolve_profiling"]
 
 
 def _build_reports(prof_dir: Path) -> Any:

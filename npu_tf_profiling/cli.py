@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "npu_tf_profiling.reports.commands.report",
     "summary": "npu_tf_profiling.reports.commands.summary",
     "cluster": "npu_tf_profiling.reports.commands.cluster",
+    "run": "npu_tf_profiling.bridge.launcher",
 }
 
 SUBCOMMAND_HELP: dict[str, str] = {
@@ -36,6 +37,7 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "report": "(re)build step_trace CSV/JSON reports from a PROF_* folder's raw data",
     "summary": "print a short summary of a PROF_* folder (where the iteration time goes)",
     "cluster": "merge every rank of a multi-worker run: cluster step trace, slow ranks, one timeline",
+    "run": "run an unmodified Ascend (npu_bridge) script on CPU/GPU TensorFlow: npu-tf-prof run [--tf1] SCRIPT [ARGS...]",
 }
 
 

@@ -19,7 +19,7 @@ from tensorflow.core.protobuf import config_pb2
 from npu_tf_profiling.config.errors import EstimatorUnavailableError
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.profiling_config import ProfilingConfig
-from npu_tf_profiling.config.session_proto import read_request, write_request
+from npu_tf_profiling.bridge.session_config import npu_config_proto
 
 try:  # tf.estimator exists up to TensorFlow 2.15.
     from tensorflow_estimator.python.estimator import estimator as _estimator_lib
@@ -102,31 +102,17 @@ NPU_ONLY_KNOBS = (
 )
 
 
-def _require_estimator(what: str) -> None:
-    if _ESTIMATOR_ERROR is not None:
-        raise EstimatorUnavailableError(f"{what}: {_ESTIMATOR_ERROR}")
-
-
-def npu_config_proto(config_proto: Any = None, profiling_config: ProfilingConfig | None = None) -> config_pb2.ConfigProto:
-    """A ConfigProto carrying the NpuOptimizer entry (a copy; the argument is not changed).
-
-    With `profiling_config`, the entry asks for profiling; without it, any existing
-    request is kept (and otherwise profiling is left to the environment variables).
-    """
-    config = config_pb2.ConfigProto(allow_soft_placement=True)
-    if config_proto is not None:
-        config.CopyFrom(config_proto)
-    if profiling_config is not None:
-        write_request(config, profiling_config.enable_profiling, profiling_config.profiling_options)
-    else:
-        existing = read_request(config)
-        write_request(config, existing.profiling_mode, existing.profiling_options)
+def _copy_of(session_config: config_pb2.ConfigProto | None) -> config_pb2.ConfigProto:
+    """The caller's ConfigProto is left as it was (npu_config_proto changes its argument, as upstream's does)."""
+    config = config_pb2.ConfigProto()
+    if session_config is not None:
+        config.CopyFrom(session_config)
     return config
 
 
-def npu_hooks_append(hooks_list: list | None = None) -> list:
-    """Upstream appends Ascend broadcast hooks here; CPU/GPU TensorFlow needs none, so the list is returned as given."""
-    return list(hooks_list) if hooks_list is not None else []
+def _require_estimator(what: str) -> None:
+    if _ESTIMATOR_ERROR is not None:
+        raise EstimatorUnavailableError(f"{what}: {_ESTIMATOR_ERROR}")
 
 
 if _ESTIMATOR_ERROR is None:
@@ -182,7 +168,7 @@ if _ESTIMATOR_ERROR is None:
                 save_summary_steps=save_summary_steps,
                 save_checkpoints_steps=save_checkpoints_steps,
                 save_checkpoints_secs=save_checkpoints_secs,
-                session_config=npu_config_proto(session_config, profiling_config),
+                session_config=npu_config_proto(_copy_of(session_config), profiling_config),
                 keep_checkpoint_max=keep_checkpoint_max,
                 keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
                 log_step_count_steps=log_step_count_steps,

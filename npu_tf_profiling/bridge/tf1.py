@@ -1,0 +1,169 @@
+"""`npu-tf-prof run --tf1`: `import tensorflow as tf` in the user's code gives the TensorFlow 1.x API.
+
+Ascend ModelZoo scripts are written for TensorFlow 1.15, where `tf.Session`,
+`tf.placeholder` and `tf.train.AdamOptimizer` are top-level names and graphs are
+built, not executed eagerly. TensorFlow 2 keeps that API as
+`tensorflow.compat.v1` and switches the 2.x behaviours off with
+`disable_v2_behavior()`.
+
+Only the *user's* modules (the script and its own sibling modules, i.e. anything
+outside the standard library and site-packages) get the 1.x namespace for
+`import tensorflow` / `from tensorflow import X`; libraries keep the real
+module, so Keras, the Estimator and this package see the TensorFlow they were
+written for. A `tf.contrib` use (removed in TensorFlow 2) fails with a message
+naming what replaces it.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import site
+import sysconfig
+from types import ModuleType
+from typing import Any, Callable
+
+# tf.contrib sub-module -> what to use on TensorFlow 2 (with the v1 API).
+CONTRIB_REPLACEMENTS: dict[str, str] = {
+    "layers": "tf.layers / tf.keras.layers; initializers tf.glorot_uniform_initializer (xavier_initializer), "
+    "regularizers tf.keras.regularizers.l2 (l2_regularizer)",
+    "slim": "the tf_slim package (pip install tf-slim; import tf_slim as slim)",
+    "rnn": "tf.nn.rnn_cell (LSTMCell, GRUCell, MultiRNNCell, DropoutWrapper) or tf.keras.layers.LSTM/GRU",
+    "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (they use cuDNN on GPU)",
+    "data": "tf.data.experimental",
+    "training": "tf.train and tf.estimator (HParams: a dict or argparse.Namespace)",
+    "opt": "tf.train optimizers or tf.keras.optimizers (LazyAdam, AdamW: tensorflow_addons.optimizers)",
+    "metrics": "tf.metrics",
+    "seq2seq": "tensorflow_addons.seq2seq",
+    "crf": "tensorflow_addons.text.crf_log_likelihood / crf_decode",
+    "image": "tf.image (rotate, transform: tensorflow_addons.image)",
+    "framework": "tf.train (get_or_create_global_step), tf.get_collection, tf.train.list_variables",
+    "distribute": "tf.distribute",
+    "tpu": "tf.estimator.Estimator with NPURunConfig (no TPU on CPU/GPU)",
+    "summary": "tf.summary",
+    "mixed_precision": "NPULossScaleOptimizer with a LossScaleManager (npu_bridge) or tf.train.experimental.MixedPrecisionLossScaleOptimizer",
+    "quantize": "the tensorflow_model_optimization package",
+    "losses": "tf.losses",
+    "keras": "tf.keras",
+    "learn": "tf.estimator",
+    "predictor": "tf.saved_model.load / tf.compat.v1.saved_model.loader",
+}
+
+
+class ContribRemovedError(AttributeError):
+    """`tf.contrib.X` does not exist in TensorFlow 2; the message names the replacement.
+
+    (`import tensorflow.contrib...` raises ModuleNotFoundError with the same message.)
+    """
+
+
+def contrib_message(path: str) -> str:
+    """The error text for a `tf.contrib...` use; `path` is e.g. "tf.contrib.layers"."""
+    parts = path.split(".")
+    sub = parts[2] if len(parts) > 2 else ""
+    replacement = CONTRIB_REPLACEMENTS.get(sub, "the TensorFlow 2 migration guide's table (tf_upgrade_v2 lists each symbol)")
+    return f"{path}: tf.contrib was removed in TensorFlow 2 (the script targets TensorFlow 1.15); use {replacement}"
+
+
+class _ContribStub:
+    """`tf.contrib`: any attribute raises `ContribRemovedError` naming the sub-module and its replacement."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise ContribRemovedError(contrib_message(f"tf.contrib.{name}"))
+
+    def __repr__(self) -> str:
+        return "<tf.contrib: removed in TensorFlow 2>"
+
+
+class TF1Module(ModuleType):
+    """The `tensorflow` seen by user code: the v1 API first, then the real module (tf.compat, tf.python...)."""
+
+    def __init__(self, real: ModuleType, v1: ModuleType) -> None:
+        super().__init__("tensorflow", v1.__doc__)
+        for attribute in ("__path__", "__file__", "__spec__", "__loader__", "__package__", "__version__"):
+            if hasattr(real, attribute):
+                setattr(self, attribute, getattr(real, attribute))
+        self.compat = real.compat  # tf.compat.v1 / tf.compat.v2 / as_bytes, as in TensorFlow 1.15
+        self.contrib = _ContribStub()
+        self._v1 = v1
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return getattr(self._v1, name)
+        except AttributeError:
+            return getattr(self._real, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._v1)) | {"compat", "contrib"})
+
+
+_state: dict[str, Any] = {}
+
+
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        roots.add(site.getusersitepackages())
+    return tuple(os.path.join(os.path.realpath(root), "") for root in roots)
+
+
+def _is_user_code(importer_globals: Any, roots: tuple[str, ...], cache: dict[str, bool]) -> bool:
+    if not isinstance(importer_globals, dict):
+        return False
+    if importer_globals.get("__name__") == "__main__":
+        return True
+    filename = importer_globals.get("__file__")
+    if not filename:
+        return False
+    user = cache.get(filename)
+    if user is None:
+        user = not os.path.realpath(filename).startswith(roots)
+        cache[filename] = user
+    return user
+
+
+def _tf1_import(original: Callable[..., Any], module: TF1Module) -> Callable[..., Any]:
+    roots = _library_roots()
+    cache: dict[str, bool] = {}
+
+    def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:  # noqa: A002
+        if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")) and _is_user_code(globals, roots, cache):
+            if name == "tensorflow.contrib" or name.startswith("tensorflow.contrib."):
+                raise ModuleNotFoundError(contrib_message("tf" + name[len("tensorflow"):]), name=name)
+            imported = original(name, globals, locals, fromlist, level)
+            # `import tensorflow[.x] [as y]` and `from tensorflow import X` bind the top-level module.
+            return module if (name == "tensorflow" or not fromlist) else imported
+        return original(name, globals, locals, fromlist, level)
+
+    return __import__
+
+
+def enable_tf1() -> TF1Module:
+    """Switch TensorFlow to 1.x behaviour and give user code the v1 namespace; idempotent."""
+    if "module" in _state:
+        return _state["module"]
+    import tensorflow as real
+
+    v1 = real.compat.v1
+    v1.disable_v2_behavior()
+    module = TF1Module(real, v1)
+    builtins.__import__ = _tf1_import(builtins.__import__, module)
+    _state["module"] = module
+    return module
+
+
+def v1_namespace() -> ModuleType:
+    """What `tf` means in `from npu_bridge.npu_init import *`: the --tf1 module if on, else tensorflow.compat.v1.
+
+    Upstream's star import exports `tf` (TensorFlow 1.15's v1 API), which
+    replaces the script's own `tf`; it must stay the 1.x API.
+    """
+    if "module" in _state:
+        return _state["module"]
+    import tensorflow.compat.v1 as v1
+
+    return v1
