@@ -1,0 +1,1 @@
+"""`hccl` served by npu_tf_profiling: hccl.manage.api (ranks, groups) and hccl.split.api (gradient split)."""

@@ -1,0 +1,1 @@
+"""`hccl.split`: gradient split strategies (api)."""

@@ -1,0 +1,16 @@
+"""`npu_bridge.estimator.npu.npu_optimizer`: distributed optimizers and all-reduce."""
+from npu_tf_profiling.bridge.distributed import (
+    KerasDistributeOptimizer,
+    NPUDistributedOptimizer,
+    allreduce,
+    npu_distributed_optimizer_wrapper,
+)
+from npu_tf_profiling.bridge.optimizers import NPUOptimizer
+
+__all__ = [
+    "NPUDistributedOptimizer",
+    "NPUOptimizer",
+    "KerasDistributeOptimizer",
+    "npu_distributed_optimizer_wrapper",
+    "allreduce",
+]

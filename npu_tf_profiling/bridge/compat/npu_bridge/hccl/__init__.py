@@ -1,0 +1,1 @@
+"""`npu_bridge.hccl`: collective communication (hccl_ops)."""

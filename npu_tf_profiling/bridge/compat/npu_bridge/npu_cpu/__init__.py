@@ -1,0 +1,1 @@
+"""`npu_bridge.npu_cpu`: Ascend AI-CPU kernels (npu_cpu_ops)."""
