@@ -20,7 +20,7 @@ from types import TracebackType
 from npu_tf_profiling.bridge.alias import install_npu_bridge_alias
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
 
-_LAUNCHER_FILES = frozenset(os.path.realpath(path) for path in (__file__, runpy.__file__))
+_LAUNCHER_MODULES = frozenset((__name__, runpy.__name__))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +54,8 @@ def run_script(script: str, script_args: list[str]) -> int:
     try:
         runpy.run_path(script, run_name="__main__")
     except Exception as exc:  # noqa: BLE001 - reported exactly as the interpreter would, then exit code 1
-        sys.excepthook(type(exc), exc, _script_frames(exc.__traceback__))
+        trimmed = _script_frames(exc.__traceback__)
+        sys.excepthook(type(exc), exc.with_traceback(trimmed), trimmed)  # the hook prints exc.__traceback__
         return 1
     return 0
 
@@ -62,7 +63,7 @@ def run_script(script: str, script_args: list[str]) -> int:
 def _script_frames(tb: TracebackType | None) -> TracebackType | None:
     """The traceback without the launcher's and runpy's leading frames (as `python SCRIPT` shows it)."""
     first = tb
-    while first is not None and os.path.realpath(first.tb_frame.f_code.co_filename) in _LAUNCHER_FILES:
+    while first is not None and first.tb_frame.f_globals.get("__name__") in _LAUNCHER_MODULES:
         first = first.tb_next
     return first if first is not None else tb
 
