@@ -10,7 +10,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from npu_tf_profiling.bridge.distributed import KerasDistributeOptimizer, NPUDistributedOptimizer
+from npu_tf_profiling.bridge.distributed import NPUDistributedOptimizer, npu_distributed_optimizer_wrapper
 from npu_tf_profiling.bridge.loss_scale import NPULossScaleOptimizer
 from npu_tf_profiling.bridge.notes import note_once
 
@@ -18,6 +18,16 @@ from npu_tf_profiling.bridge.notes import note_once
 def npu_tf_optimizer(opt: tf.compat.v1.train.Optimizer) -> NPUDistributedOptimizer:
     """Upstream: `NPUDistributedOptimizer(opt)` (gradients all-reduced across ranks)."""
     return NPUDistributedOptimizer(opt)
+
+
+def KerasDistributeOptimizer(optimizer: Any, name: str = "NpuKerasOptimizer", **kwargs: Any) -> Any:  # noqa: N802
+    """Upstream's Keras optimizer wrapper (a class there): here the same Keras optimizer, its gradients
+    averaged over all ranks by `npu_distributed_optimizer_wrapper`; with one rank, `optimizer` untouched.
+
+    Returning the optimizer itself keeps every Keras code path (fit, minimize,
+    serialisation) that a subclass would have to re-implement.
+    """
+    return npu_distributed_optimizer_wrapper(optimizer)
 
 
 def npu_keras_optimizer(opt: Any) -> Any:

@@ -17,9 +17,17 @@ from tensorflow.python.client import session
 from tensorflow.python.training import session_run_hook
 
 from npu_tf_profiling.bridge.distributed import (
-    KerasDistributeOptimizer,
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,
+    npu_distributed_optimizer_wrapper,
+)
+from npu_tf_profiling.bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig, npu_run_config_init
+from npu_tf_profiling.bridge.hccl_groups import create_group, destroy_group, set_split_strategy_by_idx, set_split_strategy_by_size
+from npu_tf_profiling.bridge.hooks import NpuEmptyHook, npu_hooks_append
+from npu_tf_profiling.bridge.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
+from npu_tf_profiling.bridge.npu_configs import DumpConfig, DynamicInputConfig, ExperimentalConfig, MemoryConfig
+from npu_tf_profiling.bridge.optimizers import KerasDistributeOptimizer, NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
+from npu_tf_profiling.bridge.ranks import (
     get_local_rank_id,
     get_local_rank_size,
     get_npu_local_rank_id,
@@ -28,14 +36,7 @@ from npu_tf_profiling.bridge.distributed import (
     get_npu_rank_size,
     get_rank_id,
     get_rank_size,
-    npu_distributed_optimizer_wrapper,
 )
-from npu_tf_profiling.bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig, npu_run_config_init
-from npu_tf_profiling.bridge.hccl_groups import create_group, destroy_group, set_split_strategy_by_idx, set_split_strategy_by_size
-from npu_tf_profiling.bridge.hooks import NpuEmptyHook, npu_hooks_append
-from npu_tf_profiling.bridge.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
-from npu_tf_profiling.bridge.npu_configs import DumpConfig, DynamicInputConfig, ExperimentalConfig, MemoryConfig
-from npu_tf_profiling.bridge.optimizers import NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
 from npu_tf_profiling.bridge.session_config import (
     npu_clear_session,
     npu_config_proto,
