@@ -13,7 +13,8 @@ from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
 from npu_tf_profiling.bridge.distributed import NPUBroadcastGlobalVariablesHook
 from npu_tf_profiling.bridge.hooks import NpuEmptyHook, npu_hooks_append
-from npu_tf_profiling.bridge.optimizers import npu_tf_optimizer
+from npu_tf_profiling.bridge.loss_scale import FixedLossScaleManager
+from npu_tf_profiling.bridge.optimizers import KerasDistributeOptimizer, NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
 from npu_tf_profiling.bridge.session_config import (
     npu_config_proto,
     npu_graph_options,
@@ -113,6 +114,22 @@ def test_npu_tf_optimizer_is_bit_identical_to_the_wrapped_optimizer_in_one_proce
     plain, wrapped = _train(lambda opt: opt), _train(npu_tf_optimizer)
     assert all(np.array_equal(a, b) for a, b in zip(plain, wrapped, strict=True))
     assert not np.array_equal(plain[0], _train(lambda opt: opt, steps=4)[0])  # the steps did change the weights
+
+
+def test_npu_optimizer_composes_all_reduce_and_loss_scaling() -> None:
+    plain = _train(lambda opt: opt)
+    distributed = _train(lambda opt: NPUOptimizer(opt, is_distributed=True, is_tailing_optimization=True))
+    assert all(np.array_equal(a, b) for a, b in zip(plain, distributed, strict=True))
+    scaled = _train(lambda opt: NPUOptimizer(opt, FixedLossScaleManager(1024), is_distributed=True, is_loss_scale=True))
+    assert all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(plain, scaled, strict=True))
+    with pytest.raises(ValueError, match="is_loss_scale is True, loss_scale_manager can not be None"):
+        NPUOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), is_loss_scale=True)
+
+
+def test_npu_keras_optimizer_is_the_keras_optimizer_itself_in_one_process() -> None:
+    sgd = tf.keras.optimizers.SGD(0.1)
+    assert npu_keras_optimizer(sgd) is sgd and KerasDistributeOptimizer(sgd, name="NpuKerasOptimizer") is sgd
+    assert isinstance(npu_keras_optimizer("adam"), tf.keras.optimizers.Adam)
 
 
 def test_npu_resource_init_turns_profiling_on_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
