@@ -135,7 +135,10 @@ import tensorflow as tf
 from tensorflow import placeholder
 import tensorflow.compat.v1 as v1
 real = sys.modules["tensorflow"]
-print(tf.Session is v1.Session, placeholder is v1.placeholder, tf.executing_eagerly(), hasattr(real, "Session"))
+tf_before_star = tf
+from npu_bridge.npu_init import *
+print(tf.Session is v1.Session, placeholder is v1.placeholder, tf.executing_eagerly(), hasattr(real, "Session"),
+      tf is tf_before_star)
 x = tf.placeholder(tf.float32, [2])
 with tf.Session() as sess:
     print(sess.run(x * 2, feed_dict={x: [1.0, 2.0]}).tolist())
@@ -152,7 +155,7 @@ def test_tf1_gives_user_code_the_v1_api_and_names_contrib_replacements(tmp_path:
     path.write_text(TF1_SCRIPT)
     launched = _run([CONSOLE_SCRIPT, "run", "--tf1", str(path)], tmp_path)
     lines = launched.stdout.splitlines()
-    assert lines[0] == "True True False False"  # library code (sys.modules) keeps TensorFlow 2's own module
+    assert lines[0] == "True True False False True"  # library code (sys.modules) keeps TensorFlow 2's own module
     assert lines[1] == "[2.0, 4.0]"
     assert lines[2].startswith("tf.contrib.layers: tf.contrib was removed in TensorFlow 2") and "glorot_uniform_initializer" in lines[2]
     assert launched.returncode == 1
