@@ -163,3 +163,13 @@ def test_tf1_gives_user_code_the_v1_api_and_names_contrib_replacements(tmp_path:
     assert "tf_slim" in launched.stderr
     without = _run([CONSOLE_SCRIPT, "run", str(path)], tmp_path)
     assert without.returncode == 1 and "cannot import name 'placeholder' from 'tensorflow'" in without.stderr
+
+
+def test_tf1_leaves_this_packages_own_modules_on_tensorflow_2_when_run_from_a_checkout(tmp_path: Path) -> None:
+    path = tmp_path / "probe_module.py"
+    path.write_text("import sys, tensorflow as tf\nimport npu_tf_profiling.runtime.probes as probes\n"
+                    "print(probes.tf is sys.modules['tensorflow'], tf is not probes.tf)\n")
+    checkout = str(Path(__file__).resolve().parents[1])
+    launched = _run([sys.executable, "-m", "npu_tf_profiling", "run", "--tf1", str(path)], tmp_path, PYTHONPATH=checkout)
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout.split() == ["True", "True"]

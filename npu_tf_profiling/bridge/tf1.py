@@ -103,8 +103,10 @@ _state: dict[str, Any] = {}
 
 
 def _library_roots() -> tuple[str, ...]:
+    """Where library code lives: the standard library, site-packages, and this package (also from a checkout)."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # npu_tf_profiling/
     roots.update(site.getsitepackages())
     if site.ENABLE_USER_SITE:
         roots.add(site.getusersitepackages())
