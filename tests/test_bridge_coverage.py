@@ -29,7 +29,6 @@ README = Path(__file__).parent.parent / "README.md"
 IMPORT_ALIASES = {
     "lsm_lib": "npu_bridge.estimator.npu.npu_loss_scale_manager",
     "lso": "npu_bridge.estimator.npu.npu_loss_scale_optimizer",
-    "keras_to_npu": "npu_bridge.estimator.npu.keras_to_npu",
 }
 
 
