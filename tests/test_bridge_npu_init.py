@@ -133,8 +133,9 @@ def test_npu_keras_optimizer_is_the_keras_optimizer_itself_in_one_process() -> N
 
 
 def test_npu_resource_init_turns_profiling_on_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PROFILING_MODE", raising=False)
-    monkeypatch.delenv("PROFILING_OPTIONS", raising=False)
+    for name in ("PROFILING_MODE", "PROFILING_OPTIONS"):  # setenv first: monkeypatch then restores the variables
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     with pytest.raises(ValueError, match="profiling_options must be set"):
         npu_resource_init(enable_profiling=True)
     npu_resource_init(graph_run_mode=1)
