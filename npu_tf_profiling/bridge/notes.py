@@ -14,9 +14,9 @@ What each name does here is listed in `docs/npu_bridge_surface.md`.
 from __future__ import annotations
 
 import functools
-import threading
-import warnings
 from typing import Any, Callable, NoReturn
+
+from npu_tf_profiling.config.notices import warn_user
 
 
 class NpuNoOpNote(RuntimeWarning):
@@ -27,21 +27,9 @@ class NpuOnlyOpError(NotImplementedError):
     """An Ascend NPU kernel with no TensorFlow equivalent was called; the message names an alternative."""
 
 
-_noted: set[str] = set()
-_lock = threading.Lock()
-
-
-def note_once(name: str, what_happens: str, stacklevel: int = 3) -> None:
-    """Warn `name: what_happens` the first time `name` is used in this process.
-
-    `stacklevel` counts from here, so the default points at the caller of the
-    function that calls `note_once`: the line in the user's script.
-    """
-    with _lock:
-        if name in _noted:
-            return
-        _noted.add(name)
-    warnings.warn(f"npu_tf_profiling: {name}: {what_happens}", NpuNoOpNote, stacklevel=stacklevel)
+def note_once(name: str, what_happens: str) -> None:
+    """Warn `name: what_happens` at the script's line, the first time `name` is used in this process."""
+    warn_user(f"npu_tf_profiling: {name}: {what_happens}", NpuNoOpNote)
 
 
 def npu_only_kernel(name: str, alternative: str) -> Callable[..., NoReturn]:

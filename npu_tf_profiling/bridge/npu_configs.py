@@ -26,7 +26,7 @@ class DumpConfig:
 
     def __post_init__(self) -> None:
         note_once("DumpConfig", "NPU tensor dump / overflow detection is not written on CPU/GPU "
-                  "(tf.debugging.enable_check_numerics finds inf/nan)", stacklevel=4)
+                  "(tf.debugging.enable_check_numerics finds inf/nan)")
 
 
 @dataclass
@@ -36,7 +36,7 @@ class MemoryConfig:
     memory_optimization_policy: str | None = None
 
     def __post_init__(self) -> None:
-        note_once("MemoryConfig", "NPU memory policies have no CPU/GPU meaning", stacklevel=4)
+        note_once("MemoryConfig", "NPU memory policies have no CPU/GPU meaning")
 
 
 @dataclass
@@ -64,7 +64,7 @@ class ExperimentalConfig:
     accelerate_train_mode: Any = None
 
     def __post_init__(self) -> None:
-        note_once("ExperimentalConfig", "NPU deployment/graph options have no CPU/GPU meaning", stacklevel=4)
+        note_once("ExperimentalConfig", "NPU deployment/graph options have no CPU/GPU meaning")
 
 
 @dataclass
@@ -74,4 +74,4 @@ class DynamicInputConfig:
     dynamic_node_type: int
 
     def __post_init__(self) -> None:
-        note_once("DynamicInputConfig", "TensorFlow on CPU/GPU takes dynamic shapes as they come; nothing to declare", stacklevel=4)
+        note_once("DynamicInputConfig", "TensorFlow on CPU/GPU takes dynamic shapes as they come; nothing to declare")

@@ -26,7 +26,7 @@ class NpuExecutePlacement(Enum):
 
 
 def _accepted_scope(name: str) -> contextlib.AbstractContextManager:
-    note_once(f"npu_scope.{name}", "an Ascend graph-compiler hint; ops inside are built unchanged on CPU/GPU", stacklevel=4)
+    note_once(f"npu_scope.{name}", "an Ascend graph-compiler hint; ops inside are built unchanged on CPU/GPU")
     return contextlib.nullcontext()
 
 
