@@ -99,7 +99,7 @@ class TF1Module(ModuleType):
         return sorted(set(dir(self._v1)) | {"compat", "contrib"})
 
 
-_state: dict[str, Any] = {}
+_state: dict[str, Any] = {}  # "module": the TF1Module, once enable_tf1() has run
 
 
 def _library_roots() -> tuple[str, ...]:
