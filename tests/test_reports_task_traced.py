@@ -19,6 +19,7 @@ from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.reports.cluster.analysis import analyze_cluster
+from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.task.traced import disturbed, traced_runs
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
@@ -121,7 +122,7 @@ def test_slow_rank_analysis_leaves_traced_steps_out(tmp_path: Path) -> None:
     assert "11 task-traced step(s) left out of the slow-rank tests (model 1: 3-13)" in report.verdict
     assert report.missing["total_missing"] == 0  # left out of the tests is not missing
     assert main(["cluster", str(tmp_path), "--no-tasks"]) == 0
-    csv_text = (tmp_path / "cluster_analysis_output" / "cluster_step_trace_time.csv").read_text()
+    csv_text = (tmp_path / CLUSTER_OUTPUT_DIR / "cluster_step_trace_time.csv").read_text()
     assert len([line for line in csv_text.splitlines() if ",rank," in line]) == 60  # every step stays in the table
 
 
