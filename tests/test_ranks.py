@@ -224,6 +224,32 @@ def test_run_config_sees_one_process_while_the_ranks_come_from_tf_config(monkeyp
     assert os.environ["TF_CONFIG"] == workers and get_rank_id() == 1
 
 
+def test_npu_run_config_and_estimator_work_in_a_multi_rank_job(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No extra code in an Estimator script: NPURunConfig accepts the ranks' TF_CONFIG, train() broadcasts once."""
+    from npu_tf_profiling.bridge.distributed import NPUBroadcastGlobalVariablesHook
+    from npu_tf_profiling.bridge.estimator import NPUEstimator, NPURunConfig
+    from npu_tf_profiling.bridge.hooks import npu_hooks_append
+
+    monkeypatch.setenv("TF_CONFIG", tf_config({"worker": ["a:1", "b:1"]}, "worker", 1))
+    monkeypatch.setenv("RANK_SIZE", "2")
+    config = NPURunConfig(model_dir=str(tmp_path))
+    assert (config.master, config.is_chief, config.num_worker_replicas) == ("", True, 1)
+
+    def broadcasts(script_adds_hook: bool) -> int:
+        def model_fn(features, mode):
+            step = tf.compat.v1.train.get_or_create_global_step()
+            return tf.estimator.EstimatorSpec(mode, loss=tf.constant(0.0), train_op=step.assign_add(1),
+                                              training_hooks=npu_hooks_append([]) if script_adds_hook else [])
+
+        estimator = NPUEstimator(model_fn=model_fn, config=config)
+        with tf.Graph().as_default():  # build the TRAIN spec as train() does, without a session joining the job
+            spec = estimator._call_model_fn(tf.constant([1.0]), None, tf.estimator.ModeKeys.TRAIN, estimator.config)
+        return len([h for h in spec.training_hooks if isinstance(h, NPUBroadcastGlobalVariablesHook)])
+
+    assert broadcasts(script_adds_hook=False) == 1  # as upstream's NPUEstimator
+    assert broadcasts(script_adds_hook=True) == 1  # never twice
+
+
 # ----------------------------------------------------------------------------- single rank: identity
 def _train(wrap, steps: int = 5) -> list[np.ndarray]:
     with tf.Graph().as_default():

@@ -11,6 +11,7 @@ Estimator-only names below raise `EstimatorUnavailableError` when used.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import tensorflow as tf
@@ -19,6 +20,8 @@ from tensorflow.core.protobuf import config_pb2
 from npu_tf_profiling.config.errors import EstimatorUnavailableError
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.profiling_config import ProfilingConfig
+from npu_tf_profiling.bridge.hooks import npu_hooks_append
+from npu_tf_profiling.bridge.ranks import tf_config_hidden_from_run_config
 from npu_tf_profiling.bridge.session_config import npu_config_proto
 
 try:  # tf.estimator exists up to TensorFlow 2.15.
@@ -162,24 +165,25 @@ if _ESTIMATOR_ERROR is None:
                 raise TypeError(f"NPURunConfig: profiling_config must be a ProfilingConfig, got {type(profiling_config).__name__}")
             self.iterations_per_loop = iterations_per_loop
             self._profiling_config = profiling_config
-            super().__init__(
-                model_dir=model_dir,
-                tf_random_seed=tf_random_seed,
-                save_summary_steps=save_summary_steps,
-                save_checkpoints_steps=save_checkpoints_steps,
-                save_checkpoints_secs=save_checkpoints_secs,
-                session_config=npu_config_proto(_copy_of(session_config), profiling_config),
-                keep_checkpoint_max=keep_checkpoint_max,
-                keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
-                log_step_count_steps=log_step_count_steps,
-                train_distribute=train_distribute,
-                eval_distribute=eval_distribute,
-                device_fn=device_fn,
-                protocol=protocol,
-                experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
-                session_creation_timeout_secs=session_creation_timeout_secs,
-                checkpoint_save_graph_def=checkpoint_save_graph_def,
-            )
+            with tf_config_hidden_from_run_config():  # an Ascend rank is its own chief (see bridge.ranks)
+                super().__init__(
+                    model_dir=model_dir,
+                    tf_random_seed=tf_random_seed,
+                    save_summary_steps=save_summary_steps,
+                    save_checkpoints_steps=save_checkpoints_steps,
+                    save_checkpoints_secs=save_checkpoints_secs,
+                    session_config=npu_config_proto(_copy_of(session_config), profiling_config),
+                    keep_checkpoint_max=keep_checkpoint_max,
+                    keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+                    log_step_count_steps=log_step_count_steps,
+                    train_distribute=train_distribute,
+                    eval_distribute=eval_distribute,
+                    device_fn=device_fn,
+                    protocol=protocol,
+                    experimental_max_worker_delay_secs=experimental_max_worker_delay_secs,
+                    session_creation_timeout_secs=session_creation_timeout_secs,
+                    checkpoint_save_graph_def=checkpoint_save_graph_def,
+                )
 
         @property
         def profiling_config(self) -> ProfilingConfig | None:
@@ -194,7 +198,27 @@ if _ESTIMATOR_ERROR is None:
                 config = NPURunConfig(model_dir=model_dir)
             elif not isinstance(config, NPURunConfig):
                 config = npu_run_config_init(config)
-            super().__init__(model_fn=model_fn, model_dir=model_dir, config=config, params=params, warm_start_from=warm_start_from)
+            super().__init__(model_fn=_with_broadcast_hook(model_fn), model_dir=model_dir, config=config, params=params,
+                             warm_start_from=warm_start_from)
+
+    def _with_broadcast_hook(model_fn: Any) -> Any:
+        """The model_fn, whose TRAIN spec also broadcasts rank 0's initial variables when there are several ranks.
+
+        Upstream's NPUEstimator adds this hook itself, so Ascend Estimator scripts do not;
+        Estimator forbids overriding `train`, so the hook goes in through the spec. The
+        wrapper shows Estimator the model_fn's own signature, so Estimator passes (by
+        keyword) exactly what it would pass the model_fn.
+        """
+
+        def model_fn_with_hook(**kwargs: Any) -> Any:
+            spec = model_fn(**kwargs)
+            if getattr(spec, "mode", None) != _model_fn_lib.ModeKeys.TRAIN:
+                return spec
+            hooks = npu_hooks_append(list(spec.training_hooks))
+            return spec if len(hooks) == len(spec.training_hooks) else spec._replace(training_hooks=tuple(hooks))
+
+        model_fn_with_hook.__signature__ = inspect.signature(model_fn)  # type: ignore[attr-defined]
+        return model_fn_with_hook
 
     class NPUEstimatorSpec(_model_fn_lib.EstimatorSpec):
         """Upstream's EstimatorSpec subclass; nothing Ascend-specific is needed on CPU/GPU."""

@@ -13,10 +13,11 @@ def npu_hooks_append(hooks_list: Any = ()) -> list:
     """Upstream's helper: `hooks_list` (a list, extended in place) plus the variable-broadcast hook.
 
     The hook copies rank 0's initial variables to every rank. With one process
-    there is nothing to copy, so it is only appended when the rank size is > 1.
+    there is nothing to copy, so it is only appended when the rank size is > 1,
+    and never twice (NPUEstimator.train appends it too, as upstream's does).
     """
     hooks = hooks_list if isinstance(hooks_list, list) else []
-    if get_rank_size() > 1:
+    if get_rank_size() > 1 and not any(isinstance(h, NPUBroadcastGlobalVariablesHook) for h in hooks):
         hooks.append(NPUBroadcastGlobalVariablesHook(0, get_rank_id()))
     return hooks
 
