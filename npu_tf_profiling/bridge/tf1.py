@@ -10,7 +10,8 @@ Only the *user's* modules (the script and its own sibling modules, i.e. anything
 outside the standard library and site-packages) get the 1.x namespace for
 `import tensorflow` / `from tensorflow import X`; libraries keep the real
 module, so Keras, the Estimator and this package see the TensorFlow they were
-written for. A `tf.contrib` use (removed in TensorFlow 2) fails with a message
+written for. Modules TensorFlow 1.15 had and TensorFlow 2 dropped or moved
+(`bridge/tf1_modules.py`) are served to that code too. A `tf.contrib` use (removed in TensorFlow 2) fails with a message
 naming what replaces it.
 """
 from __future__ import annotations
@@ -21,6 +22,8 @@ import site
 import sysconfig
 from types import ModuleType
 from typing import Any, Callable
+
+from npu_tf_profiling.bridge.tf1_modules import install_tf1_module, wanted_tf1_modules
 
 # tf.contrib sub-module -> what to use on TensorFlow 2 (with the v1 API).
 CONTRIB_REPLACEMENTS: dict[str, str] = {
@@ -136,6 +139,8 @@ def _tf1_import(original: Callable[..., Any], module: TF1Module) -> Callable[...
         if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")) and _is_user_code(globals, roots, cache):
             if name == "tensorflow.contrib" or name.startswith("tensorflow.contrib."):
                 raise ModuleNotFoundError(contrib_message("tf" + name[len("tensorflow"):]), name=name)
+            for path in wanted_tf1_modules(name, fromlist):
+                install_tf1_module(path)
             imported = original(name, globals, locals, fromlist, level)
             # `import tensorflow[.x] [as y]` and `from tensorflow import X` bind the top-level module.
             return module if (name == "tensorflow" or not fromlist) else imported
