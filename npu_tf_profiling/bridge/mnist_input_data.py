@@ -74,7 +74,7 @@ class DataSet:
         if numpy_dtype not in (np.dtype(np.uint8), np.dtype(np.float32)):
             raise TypeError(f"Invalid image dtype {dtype!r}, expected uint8 or float32")
         if reshape:
-            images = images.reshape(images.shape[0], -1)
+            images = images.reshape(images.shape[0], int(np.prod(images.shape[1:])))
         if numpy_dtype == np.float32:
             images = images.astype(np.float32) * (1.0 / 255.0)
         self._images = images
@@ -109,7 +109,7 @@ class DataSet:
         taken: list[np.ndarray] = []
         needed = batch_size
         while needed > 0:
-            chunk = self._order[self._position:self._position + needed]
+            chunk = self._order[self._position:self._position + needed].copy()  # the order is reshuffled in place
             taken.append(chunk)
             self._position += chunk.size
             needed -= chunk.size

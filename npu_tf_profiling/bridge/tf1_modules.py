@@ -16,7 +16,7 @@ from types import ModuleType
 # module path TensorFlow 1.15 had -> the module that provides it here
 TF1_ONLY_MODULES: dict[str, str] = {
     "tensorflow.examples.tutorials.mnist.input_data": "npu_tf_profiling.bridge.mnist_input_data",
-    "tensorflow.python.graph_util": "tensorflow.python.framework.graph_util",
+    "tensorflow.python.graph_util": "tensorflow._api.v2.compat.v1.graph_util",  # tf.compat.v1.graph_util
 }
 
 
