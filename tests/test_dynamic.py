@@ -80,3 +80,31 @@ def test_dynamic_mode_without_config_path_is_an_error() -> None:
     with pytest.raises(ProfilingOptionsError, match="PROFILING_DYNAMIC_CONFIG"):
         dynamic_config_path({"PROFILING_MODE": "dynamic"})
     assert dynamic_config_path({"PROFILING_MODE": "true"}) is None
+
+
+def test_dynamic_state_machine_queues_a_config_edited_during_a_collection(tmp_path) -> None:
+    """IDLE -> COLLECTING -> QUEUED (edit during the window) -> COLLECTING (the queued one) -> IDLE."""
+    from npu_tf_profiling.runtime.dynamic import DynamicController, DynamicState
+
+    config = tmp_path / "profiler_config.json"
+    controller = DynamicController(config, poll_interval_s=0.0)
+    assert controller.state is DynamicState.IDLE and controller.poll() is None  # the template has no window
+
+    def edit(start: int, stop: int, mtime_ns: int) -> None:
+        config.write_text(json.dumps({"output": str(tmp_path / "out"), "training_trace": "on", "start_step": start, "stop_step": stop}))
+        os.utime(config, ns=(mtime_ns, mtime_ns))  # a distinct mtime per edit, however fast the test runs
+
+    edit(5, 6, 10**18)
+    first = controller.poll()
+    assert controller.state is DynamicState.COLLECTING and first is not None and first.window.start_step == 5
+    edit(20, 21, 2 * 10**18)
+    assert controller.poll() is first and controller.state is DynamicState.QUEUED
+    controller.after_iteration(5)
+    assert controller.state is DynamicState.QUEUED  # window not over yet
+    controller.after_iteration(6)
+    second = controller.poll()
+    assert controller.state is DynamicState.COLLECTING and second is not first and second.window.start_step == 20
+    controller.after_iteration(21)
+    assert controller.state is DynamicState.IDLE and controller.poll() is None
+    log = next((tmp_path / "log").glob("monitor_dp_*.log")).read_text()
+    assert log.count("collection done") == 2 and "starts when it ends" in log

@@ -1,12 +1,19 @@
-"""The probes agree with TensorFlow's own step stats (FULL_TRACE on the same iterations) within 100 µs at p95.
+"""The probes agree with TensorFlow's own step stats (FULL_TRACE on the same iterations): p95 within 20 µs,
+GetNext End within 50 µs.
 
-GetNext End is the loosest (median ~40 µs, p95 ~60-90 µs on 2 cores): IteratorGetNext is an
-async kernel, and TensorFlow hands every successor of an async op to its thread pool, so no
-stamp can run before a thread wakes up. 100 iterations keep the p95 estimate stable.
+GetNext End is the loosest: IteratorGetNext is an async kernel, and TensorFlow hands every
+successor of an async op to its thread pool, so no stamp can run before a thread wakes up
+(the stamp is made GetNext's only ready successor, so it is the first to run; median ~10 µs).
+Iteration End is stamped just before the train op's own kernel, which follows it by a few µs.
+100 iterations keep the p95 estimate stable. On a machine busier than its CPU count (load
+average), a thread preempted between a stamp and its op, or a thread wakeup waiting for a CPU,
+lands in the tail whatever the probes do: there the medians must meet the targets, and the
+p95 must stay within LOADED_P95_FACTOR times them.
 """
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -20,7 +27,9 @@ ITERATIONS = 100
 # TensorFlow's executor treats every kernel as expensive (dispatched to the thread pool) until
 # its measured cost has decayed, about 100 runs; steady state, where the stamps run inline, is after.
 WARMUP = 120
-TOLERANCE_US = 100.0
+TOLERANCE_US = 20.0
+GET_NEXT_END_TOLERANCE_US = 50.0
+LOADED_P95_FACTOR = 4.0
 
 
 def _op_times(run_metadata: tf.RunMetadata) -> dict[str, tuple[float, float]]:
@@ -66,4 +75,9 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
     p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
     medians = {name: float(np.median(values)) for name, values in errors.items()}
     print("|probe - step stats| (us): p95", p95, "median", medians)
-    assert all(value <= TOLERANCE_US for value in p95.values()), p95
+    limits = {name: GET_NEXT_END_TOLERANCE_US if name == "get_next_end" else TOLERANCE_US for name in p95}
+    if os.getloadavg()[0] <= (os.cpu_count() or 1):
+        assert all(p95[name] <= limits[name] for name in p95), p95
+    else:
+        assert all(medians[name] <= limits[name] for name in medians), medians
+        assert all(p95[name] <= LOADED_P95_FACTOR * limits[name] for name in p95), p95

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from npu_tf_profiling.cli import main as cli_main
@@ -31,30 +32,37 @@ def test_env_path_profiles_an_unmodified_script(tmp_path) -> None:
     assert info["source"] == "env"
 
 
-def test_sigkill_leaves_recoverable_raw_data(tmp_path) -> None:
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "100000"], env=profiling_env(tmp_path), stdout=subprocess.PIPE, text=True)
-    finished = 0
+# Records are drained from the graph in batches: a SIGKILL may lose at most this much of the latest iterations.
+LOSS_BOUND_S = 1.0
+
+
+def test_sigkill_loses_at_most_a_second_of_iterations(tmp_path) -> None:
+    env = profiling_env(tmp_path)
+    env["STEP_SLEEP_S"] = "0.005"
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "100000"], env=env, stdout=subprocess.PIPE, text=True)
+    seen: list[float] = []  # when each "step N" line arrived
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
             if line.startswith("step "):
-                finished = int(line.split()[1])
-            if finished >= 40:
+                seen.append(time.monotonic())
+            if len(seen) >= 40 and seen[-1] - seen[0] >= 3 * LOSS_BOUND_S:
                 break
     finally:
+        killed_at = time.monotonic()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     prof = only_prof_dir(tmp_path)
     assert not list(prof.glob("mindstudio_profiler_output/*.csv"))  # killed: no chance to write reports
     assert cli_main(["report", str(prof)]) == 0
     _, rows = step_trace_rows(tmp_path)
-    # Every iteration that finished before the kill is there (the record is written before run() returns).
-    assert len(rows) >= finished
+    settled = sum(1 for at in seen if at < killed_at - LOSS_BOUND_S)
+    assert settled <= len(rows) <= len(seen) + 1, (settled, len(rows), len(seen))
     assert [r["Iteration ID"] for r in rows] == [str(i) for i in range(1, len(rows) + 1)]
     assert_step_trace_formulas(rows)
 
 
 def test_full_disk_stops_collection_and_training_goes_on(tmp_path) -> None:
-    limit = 12_000  # bytes any one file may grow to in the child: info.json fits, the trace soon does not
+    limit = 7_000  # bytes any one file may grow to in the child: info.json fits, the trace soon does not
     done = subprocess.run([sys.executable, str(SCRIPT), "200", str(limit)], env=profiling_env(tmp_path), capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("done")  # training finished all its steps

@@ -5,6 +5,8 @@ import csv
 import json
 from pathlib import Path
 
+from npu_tf_profiling.raw_format.training_frame import Frame, decode_frames
+
 HEADER = [
     "Device_id", "Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)", "Iteration Time(us)",
     "FP to BP Time(us)", "Iteration Refresh(us)", "Data Aug Bound(us)", "Model ID",
@@ -27,9 +29,34 @@ def step_trace_rows(output: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def raw_records(output: Path) -> list[dict]:
-    prof = only_prof_dir(output)
-    lines = (next(prof.glob("device_*")) / "data" / "training_trace.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    """The device's step-trace records in file order, as the JSON-line form spells them."""
+    data = next(only_prof_dir(output).glob("device_*")) / "data"
+    if (data / "training_trace.jsonl").exists():
+        return [json.loads(line) for line in (data / "training_trace.jsonl").read_text().splitlines()]
+    return frame_records((data / "training_trace.bin").read_bytes())
+
+
+def frame_records(data: bytes) -> list[dict]:
+    """Decode binary frames with the raw-format contract (every record must be whole)."""
+    records = []
+    for frame in decode_frames(data):
+        assert isinstance(frame, Frame), frame
+        shape = frame.shape
+        for row in frame.rows:
+            times = [None if t != t else float(t) for t in row["times"]]
+            fp_at = 2 * shape.get_next_pairs
+            at = fp_at + shape.has_fp + shape.has_bp
+            records.append({
+                "model_id": frame.model_id,
+                "run": int(row["run"]),
+                "step": int(row["step"]) if shape.has_step else None,
+                "get_next": [times[2 * i : 2 * i + 2] for i in range(shape.get_next_pairs)],
+                "fp_start": times[fp_at] if shape.has_fp else None,
+                "bp_end": times[fp_at + shape.has_fp] if shape.has_bp else None,
+                "reduce": [times[at + 2 * i : at + 2 * i + 2] for i in range(shape.reduce_pairs)],
+                "iteration_end": times[-1],
+            })
+    return records
 
 
 def num(value: str) -> float | None:

@@ -1,9 +1,9 @@
 """The raw-data writer: append-only, crash-safe, never fatal to the job.
 
-Every record is handed to the OS with one `os.write` on an O_APPEND descriptor
-as soon as the iteration ends. A SIGKILL therefore loses at most the iteration in
-flight (the OS keeps what was written), and a torn line can only be the last one,
-which the readers skip. Any OSError (disk full, permission lost) or reaching
+Every record (a batch of step-trace rows, a task_trace record) is handed to the
+OS with one `os.write` on an O_APPEND descriptor as soon as it is made. A SIGKILL
+therefore loses only what had not been handed over yet (the OS keeps what was
+written), and a torn record can only be the last one, which the readers skip. Any OSError (disk full, permission lost) or reaching
 `storage_limit` turns collection off with one warning; training goes on.
 
 A file deleted while the job runs (the output folder removed by hand or by a

@@ -10,11 +10,13 @@ now" call at session close.
             info.json                 resolved options, source, models and their
                                       TracePoints, versions, host, pid, rank...
             data/
-                training_trace.jsonl  one JSON object per iteration (append-only)
+                training_trace.bin    fixed-width binary records, appended in batches (training_frame)
+                training_trace.jsonl  the older format: one JSON object per iteration (still read)
         mindstudio_profiler_output/
             step_trace_<ts>.csv / step_trace_<ts>.json   (reports)
 
-A training_trace record (times are microseconds since the Unix epoch, floats):
+A training_trace record (times are microseconds since the Unix epoch, floats), as the
+older .jsonl line spells it (training_frame holds the same fields in binary):
     {"model_id": 1,               # one per distinct training graph
      "run": 7,                    # per-model counter of the graph's iterations (train-op runs), from 1
      "step": 7 | null,            # global step after the update, when the graph has one
@@ -44,7 +46,8 @@ PROF_DIR_PREFIX = "PROF_"
 DEVICE_DIR_PREFIX = "device_"
 INFO_FILE = "info.json"
 DATA_DIR = "data"
-TRAINING_TRACE_FILE = "training_trace.jsonl"
+TRAINING_TRACE_FILE = "training_trace.jsonl"  # the older text format, still read
+TRAINING_FRAMES_FILE = "training_trace.bin"  # what the runtime writes
 REPORT_DIR = "mindstudio_profiler_output"
 
 # Keys of one training_trace record.
@@ -70,7 +73,19 @@ def device_dir(prof_dir: Path, device_id: int) -> Path:
 
 
 def training_trace_path(prof_dir: Path, device_id: int) -> Path:
+    """The older one-JSON-line-per-iteration file (synthetic data and earlier runs)."""
     return device_dir(prof_dir, device_id) / DATA_DIR / TRAINING_TRACE_FILE
+
+
+def training_frames_path(prof_dir: Path, device_id: int) -> Path:
+    """The binary step-trace file the runtime appends to."""
+    return device_dir(prof_dir, device_id) / DATA_DIR / TRAINING_FRAMES_FILE
+
+
+def training_trace_files(device_folder: Path) -> list[Path]:
+    """The step-trace files a device folder holds, binary first (either format may be present)."""
+    data = Path(device_folder) / DATA_DIR
+    return [p for p in (data / TRAINING_FRAMES_FILE, data / TRAINING_TRACE_FILE) if p.is_file()]
 
 
 def task_trace_path(prof_dir: Path, device_id: int) -> Path:

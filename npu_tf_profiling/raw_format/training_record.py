@@ -1,9 +1,9 @@
-"""One training_trace record, both directions: the line template the runtime fills and the checks readers apply.
+"""One training_trace record as a JSON line (``training_trace.jsonl``): the checks readers apply.
 
-The record (times are microseconds since the Unix epoch) is described in
-``docs/output_format.md``. Encoding fills a %-format template built once per
-graph, because it runs on every traced step and must cost microseconds;
-decoding checks every field, because the file may be torn or edited.
+The runtime now writes binary frames (``training_frame``); this older text form is
+still read (earlier runs, synthetic data, hand-made fixtures). The record (times
+are microseconds since the Unix epoch) is described in ``docs/output_format.md``.
+Decoding checks every field, because the file may be torn or edited.
 """
 from __future__ import annotations
 
@@ -12,22 +12,6 @@ from typing import Any, Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import BadRecordError
-
-
-def line_template(get_next_pairs: int, has_fp: bool, has_bp: bool, reduce_pairs: int, has_step: bool) -> str:
-    """A %-format for one record line: ``template % (model_id, run, *times[, step])``."""
-    time = "%.1f"
-    pair = f"[{time},{time}]"
-    parts = [
-        f'"{layout.K_MODEL_ID}":%d,"{layout.K_RUN}":%d',
-        f'"{layout.K_GET_NEXT}":[' + ",".join([pair] * get_next_pairs) + "]",
-        f'"{layout.K_FP_START}":' + (time if has_fp else "null"),
-        f'"{layout.K_BP_END}":' + (time if has_bp else "null"),
-        f'"{layout.K_REDUCE}":[' + ",".join([pair] * reduce_pairs) + "]",
-        f'"{layout.K_ITERATION_END}":{time}',
-        f'"{layout.K_STEP}":' + ("%d" if has_step else "null"),
-    ]
-    return "{" + ",".join(parts) + "}\n"
 
 
 def _is_number(value: Any) -> bool:

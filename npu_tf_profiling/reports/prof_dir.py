@@ -132,7 +132,8 @@ def load_prof_dir(prof_dir: Path | str) -> ProfData:
             raise BadInputError(f"{device_dir}: cannot read raw data: {exc}") from exc
         if device.trace is None:
             warnings.warn(
-                f"{device_dir}: no {layout.DATA_DIR}/{layout.TRAINING_TRACE_FILE} (training_trace off, or nothing recorded)",
+                f"{device_dir}: no {layout.DATA_DIR}/{layout.TRAINING_FRAMES_FILE} or {layout.TRAINING_TRACE_FILE} "
+                "(training_trace off, or nothing recorded)",
                 RawDataWarning,
                 stacklevel=2,
             )

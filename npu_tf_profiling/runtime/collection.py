@@ -7,11 +7,18 @@ while the job runs (see `dynamic`).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from npu_tf_profiling.config import Resolution
-from npu_tf_profiling.config.schedule import CollectionWindow
+from npu_tf_profiling.config.schedule import CollectionWindow, ScheduleAction
 from npu_tf_profiling.runtime.profiling_run import ProfilingRun, profiling_run_for
+
+# Reports written at a cycle's end may take at most this share of the job's time;
+# cycles that end sooner are covered by a later write (and by the one at close).
+REPORT_TIME_SHARE = 0.01
 
 
 @dataclass
@@ -20,6 +27,10 @@ class Collection:
     training_trace: bool
     task_trace: bool
     window: CollectionWindow | None
+    # A dynamic collection's owner closes it, and writes its reports, when its window ends.
+    owner_closes: bool = False
+    _next_report: float = field(default=0.0, repr=False)
+    _saved_through: int = field(default=0, repr=False)
 
     @classmethod
     def start(cls, resolution: Resolution, fresh: bool = False) -> "Collection":
@@ -34,6 +45,7 @@ class Collection:
             training_trace=options.is_on("training_trace"),
             task_trace=options.is_on("task_trace"),
             window=window,
+            owner_closes=fresh,
         )
 
     @property
@@ -46,41 +58,36 @@ class Collection:
         probe = self.training_trace and (in_window or not self.window.applies_to_training_trace)
         return probe, self.task_trace and in_window
 
+    def trace_mask(self, iteration_ids: np.ndarray) -> np.ndarray:
+        """Which of these iterations' step-trace rows to keep (all, unless the window bounds training_trace)."""
+        window = self.window
+        if window is None or not window.applies_to_training_trace:
+            return np.ones(len(iteration_ids), dtype=bool)
+        mask = iteration_ids >= window.start_step
+        if window.stop_step is not None:
+            mask &= iteration_ids <= window.stop_step
+        for at in np.flatnonzero(mask):  # only inside the window's span: the cycle decides
+            mask[at] = window.records(int(iteration_ids[at]))
+        return mask
+
+    def cycle_ended(self, iteration_ids: np.ndarray) -> None:
+        """RECORD_AND_SAVE: when one of these iterations ends a schedule cycle, write the reports now.
+
+        As torch.profiler's on_trace_ready, so a long job's windows can be read while
+        it runs. The reports cover the whole folder, so writing them is kept under
+        REPORT_TIME_SHARE of the job's time; the last cycle is always written at close.
+        """
+        window = self.window
+        if window is None or not len(iteration_ids) or time.monotonic() < self._next_report:
+            return
+        ends = [int(i) for i in iteration_ids if i > self._saved_through and window.action(int(i)) is ScheduleAction.RECORD_AND_SAVE]
+        if not ends or (self.owner_closes and self.done_after(ends[-1])):
+            return  # nothing ended, or the window's end, where the owner writes them
+        self._saved_through = ends[-1]
+        started = time.monotonic()
+        self.run.write_reports()
+        self._next_report = time.monotonic() + (time.monotonic() - started) / REPORT_TIME_SHARE
+
     def done_after(self, iteration_id: int) -> bool:
         """True once the window has nothing left to record after this iteration."""
         return self.window is not None and self.window.finished_after(iteration_id)
-
-
-@dataclass
-class IterationCounter:
-    """Iteration numbering of one training graph, across sessions and collections.
-
-    `runs` counts every iteration (traced or not), so records carry a stable `run`
-    number. The Iteration ID a window is judged by is the global step when one has
-    been seen (it lines up across ranks and repeated Estimator.train calls), else
-    the run number.
-    """
-
-    runs: int = 0
-    last_step: int | None = None
-    runs_at_last_step: int = 0
-
-    def begin(self) -> tuple[int, int]:
-        """(run number, expected Iteration ID) of the iteration about to run."""
-        self.runs += 1
-        if self.last_step is None:
-            return self.runs, self.runs
-        return self.runs, self.last_step + (self.runs - self.runs_at_last_step)
-
-    def cancel(self, run: int) -> None:
-        """The iteration `run` raised (e.g. OutOfRangeError at the end of the data): it did not happen."""
-        if self.runs == run:
-            self.runs -= 1
-
-    def saw_step(self, run: int, step: int | None) -> None:
-        if step is not None:
-            self.last_step, self.runs_at_last_step = step, run
-
-    @property
-    def knows_step(self) -> bool:
-        return self.last_step is not None

@@ -15,9 +15,15 @@ step: the points of the file's latest valid content then are used (even one with
 no window yet, or the content present at start). Probes cannot be rewired while
 the job runs, so a later edit of the points is logged in the monitor log and
 recorded in that collection's info.json (`trace_points_fallback`).
+
+The controller is a state machine (`DynamicState`), driven by two events through
+one table, in the manner of torch.profiler's action map: a valid new config, and
+the end of the collection's window. Each (state, event) pair names the next state
+and the actions to take, in order.
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import socket
@@ -42,6 +48,29 @@ TEMPLATE = {
 TEMPLATE_HELP = "set start_step (and stop_step) or schedule to start a collection"
 
 
+class DynamicState(enum.Enum):
+    IDLE = "idle"  # no collection: the file is watched
+    COLLECTING = "collecting"  # a collection is in force
+    QUEUED = "collecting, next config queued"  # a newer config starts when the current window ends
+
+
+class DynamicEvent(enum.Enum):
+    NEW_CONFIG = "a valid config with a window was loaded"
+    WINDOW_DONE = "the collection's window ended"
+
+
+_D, _DE = DynamicState, DynamicEvent
+# (state, event) -> (next state, actions). A pair not listed cannot happen (an event that
+# needs a collection never comes without one).
+TRANSITIONS: dict[tuple[DynamicState, DynamicEvent], tuple[DynamicState, tuple[str, ...]]] = {
+    (_D.IDLE, _DE.NEW_CONFIG): (_D.COLLECTING, ("begin",)),
+    (_D.COLLECTING, _DE.NEW_CONFIG): (_D.QUEUED, ("queue",)),
+    (_D.QUEUED, _DE.NEW_CONFIG): (_D.QUEUED, ("queue",)),  # the last edit wins
+    (_D.COLLECTING, _DE.WINDOW_DONE): (_D.IDLE, ("finish",)),
+    (_D.QUEUED, _DE.WINDOW_DONE): (_D.COLLECTING, ("finish", "begin_queued")),
+}
+
+
 def dynamic_config_path(environ: Mapping[str, str] | None = None) -> Path | None:
     """The dynamic config file when PROFILING_MODE=dynamic, else None; a missing variable is an error."""
     environ = os.environ if environ is None else environ
@@ -63,8 +92,9 @@ class DynamicController:
         self.path = path
         self.poll_interval_s = poll_interval_s
         self.log_path = path.parent / "log" / f"monitor_dp_{socket.gethostname()}_{os.getpid()}_rank_{device_id()}.log"
+        self.state = DynamicState.IDLE
         self.current: Collection | None = None
-        self._pending: Resolution | None = None
+        self._queued: Resolution | None = None
         self._latest: ProfilingOptions | None = None  # the file's latest valid content, window or not
         self._lock = threading.Lock()
         self._next_poll = 0.0
@@ -101,17 +131,37 @@ class DynamicController:
         self._log("WARNING", message)
 
     def after_iteration(self, iteration_id: int) -> None:
+        """The recorder has seen iterations up to `iteration_id`: end the collection when its window is over."""
         current = self.current
         if current is None or not current.done_after(iteration_id):
             return
         with self._lock:
-            current.run.close()
-            current.run.write_reports()
-            self._log("INFO", f"collection done at iteration {iteration_id}: {current.run.prof_dir}")
-            self.current = None
-            if self._pending is not None:
-                self._begin(self._pending)
-                self._pending = None
+            if self.current is current:
+                self._transition(DynamicEvent.WINDOW_DONE, None, f"at iteration {iteration_id}")
+
+    # ----- the state machine --------------------------------------------------------------
+    def _transition(self, event: DynamicEvent, resolution: Resolution | None, detail: str = "") -> None:
+        """Move along TRANSITIONS (under the lock) and run the actions it names."""
+        self.state, actions = TRANSITIONS[(self.state, event)]
+        for action in actions:
+            if action == "begin":
+                self._begin(resolution)
+            elif action == "queue":
+                self._queued = resolution
+                self._log("INFO", "a collection is running; the new config starts when it ends")
+            elif action == "finish":
+                self._finish(detail)
+            elif action == "begin_queued":
+                queued, self._queued = self._queued, None
+                self._begin(queued)
+
+    def _finish(self, detail: str) -> None:
+        current = self.current
+        assert current is not None
+        current.run.close()
+        current.run.write_reports()
+        self._log("INFO", f"collection done {detail}: {current.run.prof_dir}")
+        self.current = None
 
     # ----- internals ----------------------------------------------------------------------
     def _stat(self) -> int | None:
@@ -146,13 +196,10 @@ class DynamicController:
             self._log("ERROR", f"invalid config ignored: {exc}")
             return
         self._log("INFO", f"load json success: {options.to_json()}")
-        if self.current is None:
-            self._begin(resolution)
-        else:
-            self._pending = resolution
-            self._log("INFO", "a collection is running; the new config starts when it ends")
+        self._transition(DynamicEvent.NEW_CONFIG, resolution)
 
-    def _begin(self, resolution: Resolution) -> None:
+    def _begin(self, resolution: Resolution | None) -> None:
+        assert resolution is not None
         self.current = Collection.start(resolution, fresh=True)
         self._log("INFO", f"collection armed: {resolution.options.to_json()} -> {self.current.run.prof_dir}")
 

@@ -22,61 +22,86 @@ probe then simply waits) for ops inside v1 control-flow contexts, and when the
 session already ran the graph (TensorFlow ignores edits to ops a session has
 loaded).
 
-All probe values travel in one float64 vector (one extra fetch per iteration):
+The stamps are recorded in the graph (`ring`): one row per run of the train op,
+written by an op the train op waits on, and read back in batches. Where the train
+op cannot be rewired, the row's write is fetched as an extra target instead.
 
-    [get_next start/end pairs..., fp_start?, bp_end?, reduce start/end pairs..., iteration_end, global_step?]
+Under op determinism `tf.timestamp` refuses to run, so the stamps are host clock
+reads (`numpy_function` of `time.time`) wired the same way (see `host_clock`).
 """
 from __future__ import annotations
 
-import functools
+import time
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence, Union
 
-import numpy as np
 import tensorflow as tf
 
-from npu_tf_profiling.raw_format.training_record import line_template
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints
 from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE  # discovery leaves these ops out
+from npu_tf_profiling.raw_format.training_frame import RecordShape
+from npu_tf_profiling.runtime.ring import RingOps, build_ring, global_step_after
 
 # Data inputs fed from Python (feed_dict) have no in-graph read to time.
 FED_INPUT_TYPES = ("Placeholder", "PlaceholderWithDefault")
-SECONDS_TO_US = 1e6
+# Compute ops Grappler fuses with what follows; a control input on one would block that.
+FUSED_COMPUTE_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2dNative")
+
+Clock = Callable[[str], tf.Tensor]
+Wait = Union[tf.Tensor, tf.Operation]  # what a stamp waits on
 
 
-@dataclass(frozen=True)
-class ProbeLayout:
-    """Where each value sits in the probe vector, and how a vector becomes one raw record."""
+def timestamp_clock(name: str) -> tf.Tensor:
+    return tf.timestamp(name=name)
 
-    get_next_pairs: int
-    has_fp: bool
-    has_bp: bool
-    reduce_pairs: int
-    has_step: bool
 
-    @functools.cached_property
-    def _line_format(self) -> str:
-        """The record template of this graph's probe vector, built once (it is filled on every traced step)."""
-        return line_template(self.get_next_pairs, self.has_fp, self.has_bp, self.reduce_pairs, self.has_step)
+def host_clock(name: str) -> tf.Tensor:
+    """A stamp op that op determinism allows: the host's `time.time()`, read by a stateful numpy_function.
 
-    def step(self, values: np.ndarray) -> int | None:
-        """The global step the vector carries (its last value), if the graph has one."""
-        return int(values[-1]) if self.has_step else None
+    Same clock as `tf.timestamp` (seconds since the epoch), but each read takes the GIL.
+    """
+    stamp = tf.numpy_function(time.time, [], tf.float64, stateful=True, name=name)
+    stamp.set_shape([])
+    return stamp
 
-    def record_line(self, model_id: int, run: int, values: np.ndarray) -> bytes:
-        """Probe vector (seconds) -> one training_trace line, times in µs since the epoch."""
-        times = (values * SECONDS_TO_US).tolist()
-        if self.has_step:
-            times[-1] = int(values[-1])
-        return (self._line_format % (model_id, run, *times)).encode("ascii")
+
+DETERMINISM_NOTE = (
+    "op determinism is enabled (tf.config.experimental.enable_op_determinism or TF_DETERMINISTIC_OPS), "
+    "and tf.timestamp refuses to run under it: the step-trace stamps are host clock reads (numpy_function of time.time) "
+    "instead, wired at the same points. Every column is measured; each stamp costs a few µs more and takes the GIL, "
+    "and a graph exported from this process (e.g. a checkpoint's .meta) runs them only where this package is loaded"
+)
+
+
+def process_clock() -> tuple[Clock, str | None]:
+    """The stamp op this process may use, and a note when it is not `tf.timestamp`.
+
+    Checked before any probe is wired: with op determinism on, a Timestamp kernel
+    fails the whole step (FailedPreconditionError), which would stop the job.
+    """
+    if _op_determinism_enabled():
+        return host_clock, DETERMINISM_NOTE
+    return timestamp_clock, None
+
+
+def _op_determinism_enabled() -> bool:
+    try:
+        from tensorflow.python.framework import config as tf_config
+
+        return bool(tf_config.is_op_determinism_enabled())
+    except (ImportError, AttributeError):  # older TensorFlow: no op determinism to respect
+        return False
 
 
 @dataclass(frozen=True)
 class GraphProbes:
     """The probes built into one graph, and the facts the per-run check needs."""
 
-    fetch: tf.Tensor
-    layout: ProbeLayout
+    shape: RecordShape
+    ring: RingOps
+    # True when the ring write is an input of the train op (every run of it records a row);
+    # False when it could not be wired in, and runs of the train op must fetch `ring.write`.
+    gated: bool
     iteration_end: str
     # Existing ops the probes wait on: a run that feeds one of their outputs is not traced,
     # because waiting on a pruned op would make it run.
@@ -90,19 +115,44 @@ class _Builder:
     graph: tf.Graph
     index: GraphIndex
     may_rewire: bool
+    clock: Clock
     waited: set[str] = field(default_factory=set)
     not_rewired: list[str] = field(default_factory=list)
     _model_deps: dict[str, frozenset[str]] = field(default_factory=dict)
 
-    def stamp(self, after: Iterable[tf.Operation], name: str) -> tf.Tensor:
-        ops = list(after)
-        model_ops = {op.name for op in ops if not op.name.startswith(PROBE_SCOPE)}
+    def gate(self, after: Iterable[Wait], name: str) -> list[tf.Operation]:
+        """The ops to wait on to be after `after`: model tensors (through data edges), ops and stamps.
+
+        A model op is waited on through its *outputs*, read by one no-op Assert, rather
+        than by a control edge: a run that feeds those tensors then prunes the op, as it
+        would without profiling (a control edge would make the fed op run anyway, e.g.
+        GetNext read a batch the script meant to replace).
+        """
+        waits = list(after)
+        tensors = [w for w in waits if isinstance(w, tf.Tensor) and not _is_probe(w.op)]
+        ops = [w.op if isinstance(w, tf.Tensor) else w for w in waits if not (isinstance(w, tf.Tensor) and not _is_probe(w.op))]
+        if tensors:
+            # A stateful sink that reads them and does nothing (its condition is true): Grappler's
+            # dependency optimizer would turn a stateless one (IdentityN) into control edges on
+            # the producers before a feed could replace their tensors; and marking a node
+            # `_grappler_do_not_remove` makes every new fetch signature optimise the whole graph.
+            with tf.control_dependencies(ops):
+                always = tf.constant(True, name=name + "_always")
+            ops.append(tf.raw_ops.Assert(condition=always, data=tensors, summarize=0, name=name))
+        return ops
+
+    def stamp(self, after: Iterable[Wait], name: str) -> tf.Tensor:
+        """A clock read once everything in `after` is done (see `gate`)."""
+        waits = list(after)
+        model_ops = {(w.op if isinstance(w, tf.Tensor) else w).name for w in waits}
+        model_ops = {n for n in model_ops if not n.startswith(PROBE_SCOPE)}
         self.waited.update(model_ops)
-        with tf.control_dependencies(ops):
-            stamp = tf.timestamp(name=name)
+        with tf.control_dependencies(self.gate(waits, name + "_after")):
+            stamp = self.clock(name)
         # The model ops this stamp (transitively) waits on, for the rewiring safety check.
+        probes = [(w.op if isinstance(w, tf.Tensor) else w).name for w in waits]
         self._model_deps[stamp.op.name] = frozenset(model_ops).union(
-            *(self._model_deps.get(op.name, frozenset()) for op in ops if op.name.startswith(PROBE_SCOPE))
+            *(self._model_deps.get(n, frozenset()) for n in probes if n.startswith(PROBE_SCOPE))
         )
         return stamp
 
@@ -125,7 +175,9 @@ class _Builder:
         producers = _producers(op)
         before = [p for p in producers if not _is_variable_read(p)] + [t.op for t in also_after]
         gates = [p for p in producers if _is_variable_read(p) and self._wait_is_safe(p, before)]
-        stamp = self.stamp([p for p in producers if p not in gates] + [t.op for t in also_after], name)
+        inputs = [t for t in op.inputs if t.op not in gates and t.op.type not in FED_INPUT_TYPES]
+        controls = [c for c in op.control_inputs if c not in gates and c.type not in FED_INPUT_TYPES]
+        stamp = self.stamp(inputs + controls + list(also_after), name)
         targets = gates or ([op] if self._wait_is_safe(op, before) else [])
         if not targets:
             self.not_rewired.append(op.name)
@@ -147,9 +199,35 @@ class _Builder:
 
     def end_stamp(self, op: tf.Operation, name: str) -> tf.Tensor:
         """The moment `op` has finished: after it, and before its consumers."""
-        stamp = self.stamp([op], name)
+        stamp = self.stamp(_finished(op), name)
         self.make_wait(_consumers(op), stamp)
         return stamp
+
+    def first_successor_stamp(self, op: tf.Operation, name: str, also_after: tf.Tensor) -> tf.Tensor:
+        """The end of an async op (GetNext): made its only successor ready when it completes.
+
+        TensorFlow hands every ready successor of an async op to its thread pool, in
+        edge order, and ours was added last; so each consumer waits on the stamp,
+        through its variable reads where it has some (a fused compute op keeps its
+        inputs), else directly, except a fusable compute op without reads.
+        """
+        stamp = self.stamp(_finished(op) + [also_after], name)
+        for consumer in _consumers(op):
+            reads = [p for p in _producers(consumer) if _is_variable_read(p) and self._wait_is_safe(p, [op])]
+            if reads:
+                self.make_wait(reads, stamp)
+            elif consumer.type not in FUSED_COMPUTE_TYPES:
+                self.make_wait([consumer], stamp)
+        return stamp
+
+
+def _finished(op: tf.Operation) -> list[Wait]:
+    """What shows that `op` has finished: its outputs, or the op itself when it has none."""
+    return list(op.outputs) or [op]
+
+
+def _is_probe(op: tf.Operation) -> bool:
+    return op.name.startswith(PROBE_SCOPE)
 
 
 def _producers(op: tf.Operation) -> list[tf.Operation]:
@@ -184,18 +262,9 @@ def _outside_control_flow(op: tf.Operation) -> bool:
     return getattr(op, "_control_flow_context", None) is None
 
 
-def _global_step_value(graph: tf.Graph, name: str, after: tf.Tensor) -> tf.Tensor:
-    """The global step read after the iteration end (i.e. after its increment), as float64."""
-    op = graph.get_operation_by_name(name)
-    with tf.control_dependencies([after]):
-        if op.type == "VarHandleOp":
-            value = tf.raw_ops.ReadVariableOp(resource=op.outputs[0], dtype=op.get_attr("dtype"))
-        else:
-            value = tf.identity(op.outputs[0])
-        return tf.cast(value, tf.float64)
-
-
-def build_probes(graph: tf.Graph, points: TracePoints, index: GraphIndex, *, user_bp: bool, may_rewire: bool) -> GraphProbes:
+def build_probes(
+    graph: tf.Graph, points: TracePoints, index: GraphIndex, *, user_bp: bool, may_rewire: bool, clock: Clock = timestamp_clock
+) -> GraphProbes:
     """Add the probe ops for `points` to `graph` (temporarily unfinalising a finalised graph).
 
     Points that are not ancestors of the train op are left out (a probe there would
@@ -210,7 +279,7 @@ def build_probes(graph: tf.Graph, points: TracePoints, index: GraphIndex, *, use
         graph._unsafe_unfinalize()  # Estimator/MonitoredSession finalise before the session exists.
     try:
         with graph.as_default(), tf.name_scope(PROBE_SCOPE), tf.device("/cpu:0"):
-            return _build(_Builder(graph, index, may_rewire), points, on_path, user_bp)
+            return _build(_Builder(graph, index, may_rewire, clock), points, on_path, user_bp)
     finally:
         if finalized:
             graph.finalize()
@@ -223,9 +292,8 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
     read_ends: list[tf.Tensor] = []
     for op in reads:
         stamps.append(builder.start_stamp(op, "get_next_start"))
-        # Not wired into GetNext's consumers (that would block their fusion): the FP stamp,
-        # which the forward pass does wait on, waits on this one.
-        read_ends.append(builder.stamp([op], "get_next_end"))
+        # After the start too: in a run that feeds GetNext's outputs, GetNext does not run.
+        read_ends.append(builder.first_successor_stamp(op, "get_next_end", also_after=stamps[-1]))
         stamps.append(read_ends[-1])
     chain_tail: list[tf.Tensor] = list(read_ends)
     has_fp = points.fp is not None and points.fp in on_path
@@ -233,15 +301,15 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         fp_stamp = builder.start_stamp(get_op(points.fp), "fp_start", also_after=read_ends)
         stamps.append(fp_stamp)
         chain_tail = [fp_stamp]
-    bp_ops = _bp_ops(builder.graph, points, on_path, user_bp)
-    has_bp = bool(bp_ops)
+    bp_waits = _bp_waits(builder.graph, points, on_path, user_bp)
+    has_bp = bool(bp_waits)
     if has_bp:
         if user_bp:
-            bp_stamp = builder.end_stamp(bp_ops[0], "bp_end")
+            bp_stamp = builder.end_stamp(bp_waits[0], "bp_end")
         else:
-            # "All gradients ready": waits on every gradient producer; nothing is rewired,
-            # because making a consumer wait on *all* gradients would add dependencies.
-            bp_stamp = builder.stamp(bp_ops + [t.op for t in chain_tail], "bp_end")
+            # "All gradients ready": waits on every gradient; nothing is rewired, because
+            # making a consumer wait on *all* gradients would add dependencies.
+            bp_stamp = builder.stamp(bp_waits + chain_tail, "bp_end")
         stamps.append(bp_stamp)
         chain_tail = [bp_stamp]
     reduce_ends: list[tf.Tensor] = []
@@ -252,29 +320,37 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         reduce_ends.append(builder.end_stamp(group[-1], "reduce_end"))
         stamps.append(reduce_ends[-1])
     train_op = get_op(points.iteration_end)
-    end_stamp = builder.stamp([train_op] + [t.op for t in chain_tail + reduce_ends], "iteration_end")
-    values = stamps + [end_stamp]
+    gated = builder.may_rewire and _outside_control_flow(train_op)
+    # Gated: the row is written just before the train op, once everything it waits on is done.
+    # Not gated: the row's write is fetched, after the train op.
+    waits: list[Wait] = [t for t in train_op.inputs if t.op.type not in FED_INPUT_TYPES] + list(train_op.control_inputs) if gated else [train_op]
+    builder.waited.update((w.op if isinstance(w, tf.Tensor) else w).name for w in waits)
+    before_end = builder.gate(waits + chain_tail + reduce_ends, "iteration_ready")
     has_step = points.global_step is not None
-    if has_step:
-        values.append(_global_step_value(builder.graph, points.global_step, end_stamp))
-    fetch = tf.stack(values, name="vector")
-    probe_layout = ProbeLayout(len(reads), has_fp, has_bp, len(groups), has_step)
+    ring = build_ring(
+        before_end,
+        lambda after: builder.stamp(after, "iteration_end"),
+        stamps,
+        lambda: global_step_after(builder.graph, points.global_step, train_op, gated) if has_step else None,
+    )
+    if gated:
+        train_op._add_control_input(ring.write)
+    else:
+        builder.not_rewired.append(train_op.name)
     return GraphProbes(
-        fetch=fetch,
-        layout=probe_layout,
+        shape=RecordShape(len(reads), has_fp, has_bp, len(groups), has_step),
+        ring=ring,
+        gated=gated,
         iteration_end=train_op.name,
         waited_ops=frozenset(builder.waited),
         not_rewired=tuple(builder.not_rewired),
     )
 
 
-def _bp_ops(graph: tf.Graph, points: TracePoints, on_path: frozenset[str], user_bp: bool) -> list[tf.Operation]:
-    """The user's bp op, or (automatic points) every producer of a gradient feeding the updates."""
-    names: list[str] = []
+def _bp_waits(graph: tf.Graph, points: TracePoints, on_path: frozenset[str], user_bp: bool) -> list[Wait]:
+    """The user's bp op, or (automatic points) every gradient tensor feeding the updates."""
     if user_bp and points.bp is not None:
-        names = [points.bp]
-    elif points.bp_inputs:
-        names = list(dict.fromkeys(t.rsplit(":", 1)[0] for t in points.bp_inputs))
-    elif points.bp is not None:
-        names = [points.bp]
-    return [graph.get_operation_by_name(n) for n in names if n in on_path]
+        return [graph.get_operation_by_name(points.bp)] if points.bp in on_path else []
+    if points.bp_inputs:
+        return [graph.get_tensor_by_name(t) for t in dict.fromkeys(points.bp_inputs) if t.rsplit(":", 1)[0] in on_path]
+    return [graph.get_operation_by_name(points.bp)] if points.bp is not None and points.bp in on_path else []

@@ -61,7 +61,7 @@ class ProfilingRun:
         self._lock = threading.Lock()
         self._report_notes_shown: set[str] = set()
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
-        self._trace = AppendOnlyWriter(layout.training_trace_path(self.prof_dir, self.device_id), self._budget)
+        self._trace = AppendOnlyWriter(layout.training_frames_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
         for writer in (self._trace, self._tasks):
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
@@ -92,9 +92,9 @@ class ProfilingRun:
                         warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
 
-    def record_trace_line(self, line: bytes) -> None:
-        """One training_trace record, already encoded (see `probes.ProbeLayout.record_line`)."""
-        self._trace.append(line)
+    def record_trace_frame(self, frame: bytes) -> None:
+        """A batch of training_trace records, already encoded (`raw_format.training_frame`)."""
+        self._trace.append(frame)
 
     def record_tasks(self, model: ModelEntry, run: int, step: int | None, step_stats: bytes, run_start_us: float, run_end_us: float) -> None:
         """One task_trace record: the raw StepStats of iteration `run`."""
@@ -155,7 +155,7 @@ class ProfilingRun:
 
     def write_reports(self) -> list[Path]:
         """Build every report from the raw data; a failure is a warning, never fatal."""
-        raw_files = (layout.training_trace_path(self.prof_dir, self.device_id), layout.task_trace_path(self.prof_dir, self.device_id))
+        raw_files = (layout.training_frames_path(self.prof_dir, self.device_id), layout.task_trace_path(self.prof_dir, self.device_id))
         if not any(path.exists() for path in raw_files):
             return []
         if _report_builder is None:
@@ -249,7 +249,20 @@ def runs_started() -> bool:
     return bool(_ALL_RUNS)
 
 
+_BEFORE_EXIT: list[Callable[[], None]] = []
+
+
+def before_exit_reports(flush: Callable[[], None]) -> None:
+    """Call `flush` at interpreter exit before the folders are closed and reported (data still in flight)."""
+    _BEFORE_EXIT.append(flush)
+
+
 def _finish_all() -> None:
+    for flush in _BEFORE_EXIT:
+        try:
+            flush()
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            warnings.warn(f"npu_tf_profiling: could not save the last records at exit ({exc!r})", RuntimeWarning, stacklevel=2)
     for run in list(_ALL_RUNS):
         run.close()
         run.write_reports()

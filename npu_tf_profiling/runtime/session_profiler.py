@@ -1,19 +1,23 @@
-"""Profiling attached to one `tf.compat.v1.Session`: which runs are iterations, and tracing them.
+"""Profiling attached to one `tf.compat.v1.Session`: which runs are iterations, and recording them.
 
 A run is an iteration when its fetches (transitively) execute the traced train
-op. Such runs get one extra fetch, the probe vector (training_trace), and, on the
-iterations the collection window selects, FULL_TRACE step stats (task_trace);
-every other run (init, loss-only, summaries, evaluation) goes to TensorFlow
-untouched. The decision is cached per (fetches, feeds) shape, so the
-steady-state cost per step is a dict lookup, one extra fetch, and one appended
-line.
+op. Its step-trace row is written in the graph (`ring`) by an op the train op
+waits on, so the run itself goes to TensorFlow unchanged; a `Recorder` drains the
+rows in batches and, on the iterations a window selects, asks for FULL_TRACE step
+stats (task_trace). Every other run (init, loss-only, summaries, evaluation) goes
+to TensorFlow untouched. The decision is cached per (fetches, feeds) shape, so
+the steady-state cost of a step in Python is one dict lookup and the recorder's
+counter.
 
-Trace points are discovered lazily, at the first run after the graph has a
-training step, because scripts often create the session before building the
-model. Any failure inside profiling turns it off for this session with one
-warning; errors raised by the user's own run propagate unchanged. An fp_point or
-bp_point the graph does not have is a note, and the automatic point is used
-instead (see `user_points`): profiling never stops a job.
+The session's life is a small state machine (`SessionState`, one transition
+table): it waits for a training step (trace points are discovered lazily, at the
+first run after the graph has one, because scripts often create the session
+before building the model), then records; it gives up on graphs that never get
+a training step, turns itself off with one warning after an internal failure,
+and drains what is left when the session closes. Errors raised by the user's own
+run propagate unchanged. An fp_point or bp_point the graph does not have is a
+note, and the automatic point is used instead (see `user_points`): profiling
+never stops a job.
 
 Each graph gets its own Model ID, even when two graphs are identical, so rows of
 two models never mix; the one exception is a rebuilt graph that carries on an
@@ -22,25 +26,23 @@ restoring its checkpoint), which continues that graph's Model ID.
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 import itertools
 import sys
 import threading
-import time
 import warnings
 import weakref
-from dataclasses import dataclass
-from typing import Any, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Protocol
 
 import tensorflow as tf
 
-from typing import Protocol
-
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse
-from npu_tf_profiling.runtime.collection import Collection, IterationCounter
-from npu_tf_profiling.runtime.probes import GraphProbes, build_probes
+from npu_tf_profiling.runtime.collection import Collection
+from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
-from npu_tf_profiling.runtime.task_capture import RawRunMetadata, full_trace_options
+from npu_tf_profiling.runtime.recorder import Recorder
 from npu_tf_profiling.runtime.user_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
@@ -92,10 +94,11 @@ class _GraphState:
     index: GraphIndex
     index_version: int
     fingerprint: str
-    counter: IterationCounter
     models: dict[int, ModelEntry]  # id(ProfilingRun) -> this graph's model there
     chosen: ChosenPoints
     op_types: dict[str, str] | None = None
+    runs_taken: int = 0  # the highest run number a session of this graph handed out
+    steps: "StepsSeen" = field(default_factory=lambda: StepsSeen())
 
     def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool, source: CollectionSource) -> ModelEntry:
         """This graph's model in `run`, registered on first use; `source` (the recording session's)
@@ -120,38 +123,74 @@ class _GraphState:
         """This graph's key among `run`'s models: its own, unless it carries on an identical graph's steps."""
         shape = (id(run), self.fingerprint)
         previous = _LATEST_OF_SHAPE.get(shape)
-        if previous is not None and _carries_on(previous[1], self.counter):
+        if previous is not None and _carries_on(previous[1], self.steps):
             key = previous[0]
         else:
             key = f"{self.fingerprint}/{next(_GRAPH_SERIALS)}"
-        _LATEST_OF_SHAPE[shape] = (key, self.counter)
+        _LATEST_OF_SHAPE[shape] = (key, self.steps)
         return key
 
 
-def _carries_on(earlier: IterationCounter, later: IterationCounter) -> bool:
+@dataclass
+class StepsSeen:
+    """The latest global step a graph's recorded iterations reached (None: none seen yet)."""
+
+    last: int | None = None
+
+
+def _carries_on(earlier: StepsSeen, later: StepsSeen) -> bool:
     """`later` continues `earlier`'s global step (a checkpoint restored), so it is the same model."""
-    return earlier.last_step is not None and later.last_step is not None and later.last_step > earlier.last_step
+    return earlier.last is not None and later.last is not None and later.last > earlier.last
 
 
 _GRAPH_STATES: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
-# (id(ProfilingRun), graph fingerprint) -> (model key, counter) of the graph of that shape registered last.
-_LATEST_OF_SHAPE: dict[tuple[int, str], tuple[str, IterationCounter]] = {}
+# (id(ProfilingRun), graph fingerprint) -> (model key, steps seen) of the graph of that shape registered last.
+_LATEST_OF_SHAPE: dict[tuple[int, str], tuple[str, StepsSeen]] = {}
 _GRAPH_SERIALS = itertools.count(1)
 _MODEL_LOCK = threading.Lock()
 
 
-def _fetch_key(fetches: Any) -> Hashable:
-    """A hashable key for the shape of `fetches` (tensors and ops are hashable by identity)."""
-    if isinstance(fetches, (list, tuple)):
-        return (type(fetches), tuple(_fetch_key(f) for f in fetches))
-    if isinstance(fetches, dict):
-        return (dict, tuple((k, _fetch_key(v)) for k, v in fetches.items()))
-    hash(fetches)
-    return fetches
+class SessionState(enum.Enum):
+    """Where one profiled session is in its life."""
+
+    WAITING = "waiting for a training step"  # rechecked each time the graph grows
+    RECORDING = "recording"  # trace points found: iterations go to a Recorder
+    NO_TRAINING_STEP = "no training step"  # gave up after MAX_DISCOVERY_ATTEMPTS graph versions
+    DISABLED = "disabled"  # an internal failure turned profiling off; runs pass through
+    CLOSED = "closed"
+
+
+class SessionEvent(enum.Enum):
+    FOUND = "trace points found"
+    GAVE_UP = "no training step after many graph versions"
+    FAILED = "internal failure"
+    CLOSED = "session closed"
+
+
+_S, _E = SessionState, SessionEvent
+# (state, event) -> next state; a pair that is not listed leaves the state as it is.
+_TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
+    (_S.WAITING, _E.FOUND): _S.RECORDING,
+    (_S.WAITING, _E.GAVE_UP): _S.NO_TRAINING_STEP,
+    (_S.WAITING, _E.FAILED): _S.DISABLED,
+    (_S.RECORDING, _E.FAILED): _S.DISABLED,
+    (_S.WAITING, _E.CLOSED): _S.CLOSED,
+    (_S.RECORDING, _E.CLOSED): _S.CLOSED,
+    (_S.NO_TRAINING_STEP, _E.CLOSED): _S.CLOSED,
+    (_S.DISABLED, _E.CLOSED): _S.CLOSED,
+}
+
+
+def next_state(state: SessionState, event: SessionEvent) -> SessionState:
+    return _TRANSITIONS.get((state, event), state)
+
+
+_NOT_CACHED = object()
+_FED_ITERATION = object()  # an iteration whose feeds replace tensors the probes wait on
 
 
 class SessionProfiler:
-    """Wraps `session.run`/`close` of one session; `source` says what to collect, and with which points."""
+    """Wraps `session.run`/`close`/callables of one session; `source` says what to collect, and with which points."""
 
     def __init__(self, session: Any, source: CollectionSource, *, dynamic: bool) -> None:
         self._session = session
@@ -160,14 +199,16 @@ class SessionProfiler:
         # Dynamic collections may want the step trace later, and probes can only be wired in
         # before the session first runs; so a dynamic session always prepares them.
         self._dynamic = dynamic
+        self.state = SessionState.WAITING
         self._original_run = session.run
         self._original_close = session.close
-        self._plans: dict[Hashable, bool] = {}
+        # (fetch shape) or (fetch shape, fed names) -> the Recorder's run for an iteration, None otherwise.
+        self._plans: dict[Hashable, Callable[..., Any] | None] = {}
         self._state: _GraphState | None = None
+        self._recorder: Recorder | None = None
         self._checked_version = -1
         self._attempts = 0
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
-        self._enabled = True
         self._original_make_callable = session.make_callable
         self._original_make_callable_from_options = session._make_callable_from_options
         session.run = self.run
@@ -176,151 +217,111 @@ class SessionProfiler:
         session.make_callable = self.make_callable
         session._make_callable_from_options = self._make_callable_from_options
 
+    def _advance(self, event: SessionEvent) -> None:
+        self.state = next_state(self.state, event)
+        self._plans.clear()  # every cached decision was made in the old state
+
     # ----- the wrapped Session API --------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None) -> Any:
-        self._runs_seen += 1
-        iteration = False
-        if self._enabled:
-            try:
-                iteration = self._is_iteration(fetches, feed_dict)
-            except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-                self._disable(exc)
-        if not iteration:
+        try:
+            plan = self._plans.get(_fetch_key(fetches) if not feed_dict else (_fetch_key(fetches), frozenset(feed_dict)), _NOT_CACHED)
+        except TypeError:
+            plan = _NOT_CACHED  # unhashable fetch structure: decide every time
+        if plan is _NOT_CACHED:
+            plan = self._decide(fetches, feed_dict)
+        if plan is None:
             return self._original_run(fetches, feed_dict, options, run_metadata)
-        return self._run_iteration(fetches, feed_dict, options, run_metadata)
+        return plan(fetches, feed_dict, options, run_metadata)
+
+    def _decide(self, fetches: Any, feed_dict: Any) -> Callable[..., Any] | None:
+        """The plan for a run whose shape is not cached yet (and cache it when the state allows)."""
+        self._runs_seen += 1
+        if self.state not in (SessionState.WAITING, SessionState.RECORDING):
+            return None
+        try:
+            iteration = self._is_iteration(fetches, feed_dict)
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._disable(exc)
+            return None
+        if not iteration:
+            plan = None
+        elif iteration is _FED_ITERATION:
+            plan = self._recorder_for_session().run_unrecorded
+        else:
+            plan = self._recorder_for_session().run
+        if self.state is SessionState.RECORDING:
+            try:
+                key = _fetch_key(fetches) if not feed_dict else (_fetch_key(fetches), frozenset(feed_dict))
+                self._plans[key] = plan
+            except TypeError:
+                pass
+        return plan
+
+    def _recorder_for_session(self) -> Recorder:
+        if self._recorder is None:
+            assert self._state is not None
+            self._recorder = Recorder(self._original_run, self._graph, self._state, self._source, self._disable)
+        return self._recorder
 
     def make_callable(self, fetches: Any, feed_list: Any = None, accept_options: bool = False) -> Any:
-        """`Session.make_callable`; a callable that runs the train op also fetches the probe vector.
+        """`Session.make_callable`; a callable that runs the train op is an iteration.
 
         With a feed list TensorFlow's callable calls `run`, which is already profiled.
         """
-        state = self._callable_state(fetches, {}) if feed_list is None else None
-        if state is None:
+        recorder = self._callable_recorder(fetches, {}) if feed_list is None else None
+        if recorder is None:
             return self._original_make_callable(fetches, feed_list, accept_options)
-        inner = self._original_make_callable([fetches, state.probes.fetch], None, accept_options)
-        return self._probed_call(state, inner, lambda out: (out[0], out[1]))
+        extra = self._extra_targets()
+        inner = self._original_make_callable([fetches, *extra] if extra else fetches, None, accept_options)
+        if extra:
+            return lambda *args, **kwargs: recorder.call(inner, *args, **kwargs)[0]
+        return lambda *args, **kwargs: recorder.call(inner, *args, **kwargs)
 
     def _make_callable_from_options(self, callable_options: Any) -> Any:
         """The CallableOptions form Keras uses in graph mode; same idea as `make_callable`."""
         names = list(callable_options.fetch) + list(callable_options.target)
-        state = self._callable_state(names, dict.fromkeys(callable_options.feed))
-        if state is None:
+        recorder = self._callable_recorder(names, dict.fromkeys(callable_options.feed))
+        if recorder is None:
             return self._original_make_callable_from_options(callable_options)
-        options = type(callable_options)()
-        options.CopyFrom(callable_options)
-        options.fetch.append(state.probes.fetch.name)
-        inner = self._original_make_callable_from_options(options)
-        return self._probed_call(state, inner, lambda out: (out[:-1], out[-1]))
+        extra = self._extra_targets()
+        if extra:
+            options = type(callable_options)()
+            options.CopyFrom(callable_options)
+            options.target.extend(op.name for op in extra)
+            callable_options = options
+        inner = self._original_make_callable_from_options(callable_options)
+        return lambda *args, **kwargs: recorder.call(inner, *args, **kwargs)
 
-    def _callable_state(self, fetches: Any, feeds: dict) -> _GraphState | None:
-        """The graph state when a callable of these fetches is a training step to probe, else None.
+    def _extra_targets(self) -> tuple[Any, ...]:
+        """What a training callable must also run: the ring write, where it is not wired into the train op."""
+        probes = self._state.probes if self._state is not None else None
+        return () if probes is None or probes.gated else (probes.ring.write,)
 
-        Callables are fixed when made, so the probe vector is fetched on every call and the
-        window decides what is recorded; task_trace (FULL_TRACE) is not applied to callables.
+    def _callable_recorder(self, fetches: Any, feeds: dict) -> Recorder | None:
+        """The recorder when a callable of these fetches is a training step, else None.
+
+        Callables are fixed when made, so the window decides what is recorded when
+        the ring is drained; task_trace (FULL_TRACE) is not applied to callables.
         """
-        self._runs_seen += 1
-        try:
-            iteration = self._enabled and self._is_iteration(fetches, feeds)
-        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-            self._disable(exc)
-            return None
-        state = self._state
-        return state if iteration and state is not None and state.probes is not None else None
-
-    def _probed_call(self, state: _GraphState, inner: Any, split: Any) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            run, iteration_id = state.counter.begin()
-            collection = self._source.poll()
-            keep = collection is not None and collection.active and collection.wants(iteration_id)[0]
-            results, vector = split(self._counted(state, run, inner, *args, **kwargs))
-            try:
-                self._record(state, collection, run, iteration_id, vector, keep, None, 0.0, 0.0)
-            except Exception as exc:  # noqa: BLE001
-                self._disable(exc)
-            return results
-
-        return call
+        plan = self._decide(fetches, feeds)
+        return self._recorder if plan is not None and self._state is not None and self._state.probes is not None else None
 
     def close(self) -> None:
+        if self._recorder is not None:
+            self._recorder.close()  # the last rows, while the session can still run
+        self._advance(SessionEvent.CLOSED)
         self._original_close()
         collection = self._source.poll()
         if collection is not None and not sys.is_finalizing():  # at shutdown the atexit handler reports
             collection.run.write_reports()
 
-    # ----- one iteration ------------------------------------------------------------------
-    def _run_iteration(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
-        state = self._state
-        assert state is not None
-        run, iteration_id = state.counter.begin()
-        collection = self._source.poll()
-        keep_trace = tasks = False
-        if collection is not None and collection.active:
-            keep_trace, tasks = collection.wants(iteration_id)
-        # Learn the global step once, so a dynamic window's start_step means the real step.
-        sync_step = self._dynamic and not state.counter.knows_step and state.points.global_step is not None
-        probe = (keep_trace or sync_step) and state.probes is not None
-        if not probe and not tasks:
-            out = self._counted(state, run, self._original_run, fetches, feed_dict, options, run_metadata)
-            self._source.after_iteration(iteration_id)
-            return out
-        run_fetches = [fetches, state.probes.fetch] if probe else fetches
-        if tasks:
-            options = full_trace_options(options)
-            run_metadata = RawRunMetadata(run_metadata)
-        start = time.time()
-        out = self._counted(state, run, self._original_run, run_fetches, feed_dict, options, run_metadata)
-        end = time.time()
-        results = out[0] if probe else out
-        try:
-            vector = out[1] if probe else None
-            self._record(state, collection, run, iteration_id, vector, keep_trace, run_metadata if tasks else None, start, end)
-        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-            self._disable(exc)
-        return results
-
-    @staticmethod
-    def _counted(state: _GraphState, run: int, call: Any, *args: Any, **kwargs: Any) -> Any:
-        """`call(...)`, un-counting iteration `run` if it raises (its error propagates unchanged)."""
-        try:
-            return call(*args, **kwargs)
-        except BaseException:
-            state.counter.cancel(run)
-            raise
-
-    def _record(self, state: _GraphState, collection: Collection | None, run: int, iteration_id: int,
-                vector: Any, keep_trace: bool, run_metadata: Any, start: float, end: float) -> None:
-        """Store what the run produced; `keep_trace` False means the probes only synced the step."""
-        step = None
-        if vector is not None:
-            probe_layout = state.probes.layout
-            step = probe_layout.step(vector)
-            state.counter.saw_step(run, step)
-            if collection is not None and keep_trace:
-                model = state.model_in(collection.run, self._graph, collection.task_trace, self._source)
-                collection.run.record_trace_line(probe_layout.record_line(model.model_id, run, vector))
-        if run_metadata is not None and collection is not None:
-            model = state.model_in(collection.run, self._graph, True, self._source)
-            collection.run.record_tasks(model, run, step, run_metadata.step_stats_bytes(), start * 1e6, end * 1e6)
-        self._source.after_iteration(iteration_id)
-
     # ----- deciding what is an iteration ----------------------------------------------------
-    def _is_iteration(self, fetches: Any, feed_dict: Any) -> bool:
-        try:
-            key: Hashable | None = (_fetch_key(fetches), frozenset(feed_dict) if feed_dict else None)
-        except TypeError:
-            key = None  # unhashable fetch structure: decide every time
-        if key is not None:
-            plan = self._plans.get(key)
-            if plan is not None:
-                return plan
+    def _is_iteration(self, fetches: Any, feed_dict: Any) -> bool | object:
         if self._state is None and not self._discover():
             return False
-        plan = self._plan(fetches, feed_dict)
-        if key is not None:
-            self._plans[key] = plan
-        return plan
+        return self._plan(fetches, feed_dict)
 
-    def _plan(self, fetches: Any, feed_dict: Any) -> bool:
+    def _plan(self, fetches: Any, feed_dict: Any) -> bool | object:
         state = self._state
         assert state is not None
         names = [_op_name(self._graph, e) for e in _fetch_leaves(fetches)]
@@ -337,9 +338,10 @@ class SessionProfiler:
         collection = self._source.poll()
         if clash and collection is not None:
             collection.run.add_note(
-                f"runs feeding {', '.join(clash)} are not traced: the probes wait on those ops, and a fed op does not run"
+                f"runs feeding {', '.join(clash)} are not recorded: the step-trace points at those ops would only say "
+                "when the fed values were ready (a fed op does not run, with or without profiling)"
             )
-        return not clash
+        return _FED_ITERATION if clash else True
 
     def _discover(self) -> bool:
         """Find trace points (and build probes) once the graph has a training step."""
@@ -351,21 +353,27 @@ class SessionProfiler:
         shared = _GRAPH_STATES.get(self._graph)
         if shared is not None:
             self._state = shared
+            self._advance(SessionEvent.FOUND)
             return True
         discovery = analyse(self._graph)  # one GraphDef and index, shared by discovery and the probes
         chosen = choose_points(discovery, self._source.asked_points())
         points = chosen.points
         collection = self._source.poll()
         if not points.is_training or points.iteration_end is None:
-            if self._attempts >= MAX_DISCOVERY_ATTEMPTS and collection is not None:
-                collection.run.add_note(f"no training step found in graph {id(self._graph):#x}; its runs are not traced")
+            if self._attempts >= MAX_DISCOVERY_ATTEMPTS:
+                self._advance(SessionEvent.GAVE_UP)
+                if collection is not None:
+                    collection.run.add_note(f"no training step found in graph {id(self._graph):#x}; its runs are not traced")
             return False
         for option, record in chosen.fallbacks.items():
             self._source.note(fallback_note(option, record))
         index = discovery.index
         probes = None
         if self._dynamic or (collection is not None and collection.training_trace):
-            probes = build_probes(self._graph, points, index, user_bp=chosen.user_bp, may_rewire=self._runs_seen <= 1)
+            clock, clock_note = process_clock()
+            if clock_note and collection is not None:
+                collection.run.add_note(clock_note)
+            probes = build_probes(self._graph, points, index, user_bp=chosen.user_bp, may_rewire=self._runs_seen <= 1, clock=clock)
         if collection is not None:
             if probes is not None and probes.not_rewired:
                 collection.run.add_note(
@@ -374,18 +382,35 @@ class SessionProfiler:
                 )
             for reason in points.warnings:
                 collection.run.add_note(reason)
-        self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points),
-                                  IterationCounter(), {}, chosen)
+        self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points), {}, chosen)
         _GRAPH_STATES[self._graph] = self._state
+        self._advance(SessionEvent.FOUND)
         return True
 
     def _disable(self, exc: BaseException) -> None:
-        self._enabled = False
+        if self.state is SessionState.DISABLED:
+            return
+        self._advance(SessionEvent.FAILED)
         warnings.warn(
             f"npu_tf_profiling: profiling turned off for this session after an internal error ({exc!r}); training continues",
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def _fetch_key(fetches: Any) -> Hashable:
+    """A hashable key for the shape of `fetches` (tensors and ops are hashable by identity).
+
+    A lone tensor or op, the common case, is its own key: nothing is built per run.
+    """
+    if type(fetches) not in _CONTAINERS and not isinstance(fetches, _CONTAINERS):
+        return fetches  # an unhashable one makes the cache lookup raise TypeError: decided every time
+    if isinstance(fetches, dict):
+        return (dict, tuple((k, _fetch_key(v)) for k, v in fetches.items()))
+    return (type(fetches), tuple(_fetch_key(f) for f in fetches))
 
 
 def _fetch_leaves(fetches: Any) -> list[Any]:

@@ -1,9 +1,11 @@
-"""Read one device folder's raw data (``info.json`` + ``training_trace.jsonl``).
+"""Read one device folder's raw data (``info.json`` + ``training_trace.bin`` and/or ``.jsonl``).
 
-The runtime appends one JSON object per iteration and may be killed at any
-moment, so the reader must never trust the last line, and must never hide that
-it dropped something: every skipped line is counted, listed with its line
-number in a ``RawDataWarning``, and kept in ``TraceRead.skipped``.
+The runtime appends binary frames of records (``raw_format.training_frame``);
+earlier runs and the synthetic generators wrote one JSON object per line. Both
+are read. The writer may be killed at any moment, so the reader must never
+trust the end of a file, and must never hide that it dropped something: every
+skipped line or record is counted, listed with its number in a
+``RawDataWarning``, and kept in ``TraceRead.skipped``.
 
 The record contract lives in ``npu_tf_profiling.raw_format.layout``; this module only reads
 it and turns it into a pandas DataFrame with one row per record and a derived
@@ -17,16 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 from npu_tf_profiling.raw_format.metadata import read_json_object
+from npu_tf_profiling.raw_format.training_frame import NO_STEP, DamagedBytes, Frame, decode_frames
 from npu_tf_profiling.raw_format.training_record import parse_record
 
 # Columns of the DataFrame returned by ``read_training_trace`` (in this order).
 RAW_COLUMNS = [
-    "line",  # 1-based line number in the .jsonl file, for messages
+    "line",  # 1-based line number in the .jsonl file (record number in the .bin file), for messages
     layout.K_MODEL_ID,
     layout.K_RUN,
     layout.K_STEP,
@@ -96,28 +100,53 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _warn_skipped(path: Path, skipped: list[SkippedLine]) -> None:
-    shown = "; ".join(f"line {s.line}: {s.reason}" for s in skipped[:_MAX_LINES_IN_WARNING])
+    unit = "record" if path.suffix == ".bin" else "line"
+    shown = "; ".join(f"{unit} {s.line}: {s.reason}" for s in skipped[:_MAX_LINES_IN_WARNING])
     more = len(skipped) - _MAX_LINES_IN_WARNING
     if more > 0:
         shown += f"; and {more} more"
     warnings.warn(
-        f"{path}: skipped {len(skipped)} unreadable line(s) ({shown})",
+        f"{path}: skipped {len(skipped)} unreadable {unit}(s) ({shown})",
         RawDataWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
 def read_training_trace(path: Path | str) -> TraceRead:
-    """Read a ``training_trace.jsonl`` file, skipping (and reporting) bad lines.
+    """Read one step-trace file, either format, skipping (and reporting) bad records.
+
+    ``.bin`` files are read as binary frames, anything else as JSON lines.
+    Raises ``OSError`` if the file cannot be read at all.
+    """
+    path = Path(path)
+    return read_training_traces([path])
+
+
+def read_training_traces(paths: list[Path]) -> TraceRead:
+    """Read the step-trace files of one device (binary and/or JSON lines) into one ``TraceRead``."""
+    rows: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
+    for path in paths:
+        data = Path(path).read_bytes()
+        file_rows, file_skipped = _frame_rows(data) if Path(path).suffix == ".bin" else _json_rows(data)
+        if file_skipped:
+            _warn_skipped(Path(path), file_skipped)
+        rows.extend(file_rows)
+        skipped.extend(file_skipped)
+    frame = _typed(pd.DataFrame(rows, columns=RAW_COLUMNS)) if rows else _empty_frame()
+    shown = paths[0] if paths else Path()
+    frame, id_source = assign_iteration_ids(frame, source=str(shown))
+    return TraceRead(path=shown, frame=frame, skipped=skipped, id_source=id_source)
+
+
+def _json_rows(data: bytes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
+    """One row per JSON line.
 
     Blank lines are ignored. A line that is not valid UTF-8 JSON, or whose
     object breaks the record contract, is skipped; so is an unterminated last
     line that does not parse (a torn write). An unterminated last line that
     *does* parse is kept: the record is complete, only the newline was lost.
-    Raises ``OSError`` if the file cannot be read at all.
     """
-    path = Path(path)
-    data = path.read_bytes()
     lines = data.split(b"\n")
     torn_tail = not data.endswith(b"\n")
     rows: list[dict[str, Any]] = []
@@ -141,11 +170,48 @@ def read_training_trace(path: Path | str) -> TraceRead:
             continue
         row["line"] = number
         rows.append(row)
-    if skipped:
-        _warn_skipped(path, skipped)
-    frame = _typed(pd.DataFrame(rows, columns=RAW_COLUMNS)) if rows else _empty_frame()
-    frame, id_source = assign_iteration_ids(frame, source=str(path))
-    return TraceRead(path=path, frame=frame, skipped=skipped, id_source=id_source)
+    return rows, skipped
+
+
+def _frame_rows(data: bytes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
+    """One row per binary record; a record without a finite iteration end is skipped, as in the JSON reader."""
+    rows: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
+    for item in decode_frames(data):
+        if isinstance(item, DamagedBytes):
+            skipped.append(SkippedLine(item.record, f"{item.reason} at byte {item.offset}"))
+            continue
+        rows.extend(_rows_of_frame(item, skipped))
+    return rows, skipped
+
+
+def _rows_of_frame(frame: Frame, skipped: list[SkippedLine]) -> list[dict[str, Any]]:
+    shape = frame.shape
+    times = np.where(np.isfinite(frame.rows["times"]), frame.rows["times"], np.nan).tolist()
+    runs = frame.rows["run"].tolist()
+    steps = frame.rows["step"].tolist()
+    fp_at = 2 * shape.get_next_pairs
+    bp_at = fp_at + shape.has_fp
+    reduce_at = bp_at + shape.has_bp
+    out = []
+    for index, (run, step, row_times) in enumerate(zip(runs, steps, times)):
+        number = frame.first_record + index
+        values = [None if value != value else value for value in row_times]  # NaN: not measured
+        if values[-1] is None:
+            skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or not finite"))
+            continue
+        out.append({
+            "line": number,
+            layout.K_MODEL_ID: frame.model_id,
+            layout.K_RUN: run,
+            layout.K_STEP: step if shape.has_step and step != NO_STEP else None,
+            layout.K_FP_START: values[fp_at] if shape.has_fp else None,
+            layout.K_BP_END: values[bp_at] if shape.has_bp else None,
+            layout.K_ITERATION_END: values[-1],
+            layout.K_GET_NEXT: [(values[2 * i], values[2 * i + 1]) for i in range(shape.get_next_pairs)],
+            layout.K_REDUCE: [(values[reduce_at + 2 * i], values[reduce_at + 2 * i + 1]) for i in range(shape.reduce_pairs)],
+        })
+    return out
 
 
 def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") -> tuple[pd.DataFrame, dict[int, str]]:
@@ -206,9 +272,9 @@ def device_id_of(device_dir: Path | str, info: dict[str, Any]) -> int:
 
 
 def read_device(device_dir: Path | str) -> DeviceRaw:
-    """Read a ``device_<id>`` folder: info.json and, when present, its training trace."""
+    """Read a ``device_<id>`` folder: info.json and, when present, its training trace (either format)."""
     device_dir = Path(device_dir)
     info = read_info(device_dir)
-    trace_path = device_dir / layout.DATA_DIR / layout.TRAINING_TRACE_FILE
-    trace = read_training_trace(trace_path) if trace_path.is_file() else None
+    paths = layout.training_trace_files(device_dir)
+    trace = read_training_traces(paths) if paths else None
     return DeviceRaw(device_id=device_id_of(device_dir, info), device_dir=device_dir, info=info, trace=trace)

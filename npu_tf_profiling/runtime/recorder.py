@@ -1,0 +1,344 @@
+"""One session's recording of its training graph: the per-run fast path, batched drains, task_trace runs.
+
+Every run of the train op writes its row into the in-graph ring (`ring`), so an
+ordinary iteration costs Python one counter increment and one comparison before
+the user's `run` goes to TensorFlow unchanged.
+
+A reader thread (one per process) drains every session's ring each
+DRAIN_INTERVAL_S: one extra `run` that reads the rows written since the last
+drain, decoded with NumPy and appended to the raw file as one binary frame. It
+never races the writer: a row counts once its end is written, and a row still in
+flight waits for the next drain. So a SIGKILL loses at most the iterations of the
+last DRAIN_INTERVAL_S, even when the process is stuck inside a step, and the
+training thread never pauses to drain. The training thread itself drains only
+after DRAIN_EVERY_RUNS unread iterations (so the ring cannot overflow), at a
+schedule cycle's end, and at close. It also *checks* a run before it goes when
+the collection in force wants task_trace there (FULL_TRACE must be asked for
+before the run), and the first iteration of a session, which drains at once so
+that the global step is known from the start.
+
+Run numbers: the ring counts its session's train op runs (`seq`); a session's
+first checked run takes a base from the graph's count so far, and `run = base + seq`.
+Sessions used one after the other therefore number a graph's iterations
+continuously; two sessions training one graph at the same time share numbers.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from npu_tf_profiling.config.schedule import ScheduleAction
+from npu_tf_profiling.raw_format.training_frame import NO_STEP, encode_frame
+from npu_tf_profiling.runtime.collection import Collection
+from npu_tf_profiling.runtime.probes import GraphProbes
+from npu_tf_profiling.runtime.profiling_run import before_exit_reports
+from npu_tf_profiling.runtime.ring import RING_ROWS
+from npu_tf_profiling.runtime.task_capture import RawRunMetadata, full_trace_options
+
+DRAIN_INTERVAL_S = 0.5
+DRAIN_EVERY_RUNS = RING_ROWS // 2
+
+
+class Source(Protocol):
+    def poll(self) -> Collection | None: ...
+
+    def after_iteration(self, iteration_id: int) -> None: ...
+
+
+class StepsSeen(Protocol):
+    last: int | None
+
+
+class GraphRecording(Protocol):
+    """What a recorder needs from its graph's shared state."""
+
+    probes: GraphProbes | None
+    runs_taken: int  # the highest run number any session of the graph has handed out
+    steps: StepsSeen  # the latest global step its recorded iterations reached
+
+    def model_in(self, run: Any, graph: Any, task_trace: bool, source: Any) -> Any: ...
+
+
+class Recorder:
+    """Records one session's iterations of one graph (see the module docstring)."""
+
+    def __init__(self, session_run: Callable[..., Any], graph: Any, state: GraphRecording, source: Source,
+                 on_error: Callable[[BaseException], None]) -> None:
+        self._run = session_run
+        self._graph = graph
+        self._state = state
+        self._source = source
+        self._on_error = on_error
+        probes = state.probes
+        self._probes = probes
+        ring = probes.ring if probes is not None else None
+        # What an ordinary iteration adds to the user's fetches: nothing when the ring write is wired in.
+        self._extra: tuple[Any, ...] = () if ring is None or probes.gated else (ring.write,)
+        self._times_from = 2 if ring is not None and ring.has_step else 1
+        self.issued = 0  # iteration runs this session made (the predicted seq of the last one)
+        self._base: int | None = None
+        self._seq_done = 0
+        self._step: int | None = None
+        self._seq_at_step = 0
+        self._collection: Collection | None = None
+        self._collection_from = 0  # rows with a larger seq belong to the collection in force
+        self._runs_at_drain = 0
+        self._check_at = 1  # the first iteration is checked: it takes a base and drains at once
+        self.closed = False
+        self._draining = threading.Lock()
+        self._unrecorded: set[int] = set()  # seqs of fed iterations (`run_unrecorded`)
+        _LIVE.add(self)
+        _Reader.ensure_started()
+        if probes is not None:
+            # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
+            # drain now, before this session's first iteration, not in the middle of training.
+            self._guarded(lambda: self._read_ring(0))  # reads nothing: no row is written yet
+
+    # ----- the per-run path -----------------------------------------------------------------
+    def run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        self.issued += 1
+        if self.issued < self._check_at:
+            try:
+                if not self._extra:
+                    return self._run(fetches, feed_dict, options, run_metadata)
+                return self._run([fetches, *self._extra], feed_dict, options, run_metadata)[0]
+            except BaseException:
+                self.issued -= 1  # it raised (e.g. end of data): not an iteration
+                raise
+        return self._checked_run(fetches, feed_dict, options, run_metadata)
+
+    def run_unrecorded(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        """An iteration whose feeds replace tensors the probes wait on: counted, its row dropped."""
+        self._unrecorded.add(self.issued + 1)
+        return self._checked_run(fetches, feed_dict, options, run_metadata)
+
+    def call(self, inner: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One call of a session callable that runs the train op (task_trace is not applied to callables)."""
+        self.issued += 1
+        try:
+            out = inner(*args, **kwargs)
+        except BaseException:
+            self.issued -= 1
+            raise
+        if self.issued >= self._check_at:
+            self._guarded(self._poll)
+            self._guarded(self._checkpoint)
+        return out
+
+    def _checked_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        collection = self._guarded(self._poll)
+        tasks = bool(self._guarded(lambda: self._wants_tasks(collection)))
+        extra = self._extra + (self._probes.ring.row if tasks and self._probes is not None else ())
+        run_fetches = [fetches, *extra] if extra else fetches
+        if tasks:
+            options = full_trace_options(options)
+            run_metadata = RawRunMetadata(run_metadata)
+        start = time.time()
+        try:
+            out = self._run(run_fetches, feed_dict, options, run_metadata)
+        except BaseException:
+            self.issued -= 1
+            raise
+        end = time.time()
+        if tasks:
+            self._guarded(lambda: self._record_tasks(out[-2] if self._probes is not None else None, run_metadata, start, end))
+        self._guarded(self._checkpoint)
+        return out[0] if extra else out
+
+    def _guarded(self, work: Callable[[], Any]) -> Any:
+        try:
+            return work()
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._on_error(exc)
+            return None
+
+    # ----- checks -----------------------------------------------------------------------------
+    def _poll(self) -> Collection | None:
+        """The collection in force now; rows made before it came in force are not its."""
+        collection = self._source.poll()
+        if collection is not self._collection:
+            self._collection = collection
+            self._collection_from = self.issued - 1
+        if self._base is None:
+            self._base = self._state.runs_taken
+        return collection
+
+    def _wants_tasks(self, collection: Collection | None) -> bool:
+        """Whether the run in progress gets FULL_TRACE."""
+        if collection is None or not collection.active or not collection.task_trace:
+            return False
+        return collection.wants(self.next_iteration_id())[1]
+
+    def next_iteration_id(self) -> int:
+        """The Iteration ID of the run in progress: the global step once one is known, else the run number."""
+        if self._step is not None:
+            return self._step + (self.issued - self._seq_at_step)
+        return (self._base or 0) + self.issued
+
+    def _checkpoint(self) -> None:
+        """After a checked run: drain when the ring must be read now, and decide which run is checked next."""
+        if self._runs_at_drain == 0 or self.issued - self._runs_at_drain >= DRAIN_EVERY_RUNS:
+            self.drain()
+        self._schedule_checks()
+
+    def _schedule_checks(self) -> None:
+        collection = self._collection
+        per_run = collection is not None and collection.active and collection.task_trace
+        self._check_at = self.issued + 1 if per_run else self._runs_at_drain + DRAIN_EVERY_RUNS
+
+    def read_in_background(self) -> None:
+        """The reader thread's turn: poll the collection (a dynamic one may have come), drain."""
+        if self.closed or self.issued == 0:
+            return
+        self._guarded(self._poll)
+        self._guarded(self.drain)
+        self._schedule_checks()
+
+    # ----- draining the ring ------------------------------------------------------------------
+    def drain(self, wait: bool = False) -> None:
+        """Read the rows written since the last drain, record them, and let the windows act on them.
+
+        Another thread draining this session takes these rows too, so this one returns
+        at once, unless `wait` (at close, which must not miss the last rows).
+        """
+        probes = self._probes
+        if probes is None or not self._draining.acquire(blocking=wait):
+            return
+        try:
+            if not self.closed:
+                self._drain_locked(probes)
+        finally:
+            self._draining.release()
+
+    def _drain_locked(self, probes: GraphProbes) -> None:
+        self._runs_at_drain = max(self.issued, 1)
+        fresh = self._read_ring(self.issued)
+        if not len(fresh):
+            return
+        seqs = fresh[:, 0].astype(np.int64)
+        if self._base is None:
+            self._base = self._state.runs_taken
+        self._state.runs_taken = max(self._state.runs_taken, self._base + self._seq_done)
+        steps = fresh[:, 1].astype(np.int64) if probes.ring.has_step else None
+        if steps is not None:
+            self._step, self._seq_at_step = int(steps[-1]), int(seqs[-1])
+            self._state.steps.last = self._step
+        ids = steps if steps is not None else self._base + seqs
+        mine = seqs > self._collection_from
+        if self._unrecorded:
+            mine &= ~np.isin(seqs, list(self._unrecorded))
+            self._unrecorded = {seq for seq in self._unrecorded if seq > seqs[-1]}
+        self._record(fresh[mine], ids[mine])
+        self._source.after_iteration(int(ids[-1]))
+
+    def _read_ring(self, through: int) -> np.ndarray:
+        """The rows after the last drained one up to seq `through`, each with its end appended, in order.
+
+        The newest rows may still be in flight (a run on another thread): they wait for
+        the next drain. A row missing before a complete one never comes (its run stopped
+        between the counter and the write; or more than RING_ROWS runs passed unread):
+        it is counted as lost. The graph's own count also tells of runs made without this
+        wrapper; they are read next time.
+        """
+        ring = self._probes.ring
+        first = max(self._seq_done + 1, through - RING_ROWS + 1)
+        seqs = np.arange(first, max(through, self._seq_done) + 1, dtype=np.int64)
+        count, rows, ends = self._run(list(ring.drain), {ring.slots: seqs % RING_ROWS})
+        self.issued = max(self.issued, int(count))
+        whole = (rows[:, 0] == seqs) & np.isfinite(ends)
+        if not whole.any():
+            return np.empty((0, rows.shape[1] + 1))
+        last = len(whole) - 1 - int(np.argmax(whole[::-1]))
+        lost = int(seqs[last] - self._seq_done) - int(whole[: last + 1].sum())
+        self._seq_done = int(seqs[last])
+        if lost and self._collection is not None:
+            self._collection.run.add_note(f"{lost} iteration(s) were not recorded: their rows were gone from the ring when it was read")
+        keep = whole[: last + 1]
+        return np.column_stack([rows[: last + 1][keep], ends[: last + 1][keep]])
+
+    def _record(self, rows: np.ndarray, ids: np.ndarray) -> None:
+        """Append the rows the collection in force wants, as one frame."""
+        collection = self._collection
+        if collection is None or not collection.active or not collection.training_trace or not len(rows):
+            return
+        keep = collection.trace_mask(ids)
+        rows, ids = rows[keep], ids[keep]
+        if not len(rows):
+            return
+        shape = self._probes.shape
+        records = np.empty(len(rows), dtype=shape.dtype)
+        records["run"] = self._base + rows[:, 0].astype(np.int64)
+        records["step"] = rows[:, 1].astype(np.int64) if shape.has_step else NO_STEP
+        records["times"] = rows[:, self._times_from:] * 1e6
+        model = self._state.model_in(collection.run, self._graph, collection.task_trace, self._source)
+        collection.run.record_trace_frame(encode_frame(model.model_id, shape, records))
+        collection.cycle_ended(ids)
+
+    def _record_tasks(self, row: Any, run_metadata: RawRunMetadata, start: float, end: float) -> None:
+        collection = self._collection
+        if collection is None:
+            return
+        step = None
+        seq = self.issued
+        if row is not None:
+            seq = int(row[0])
+            step = int(row[1]) if self._probes.ring.has_step else None
+        if step is not None:
+            self._step, self._seq_at_step = step, seq
+            self._state.steps.last = step
+        model = self._state.model_in(collection.run, self._graph, True, self._source)
+        collection.run.record_tasks(model, (self._base or 0) + seq, step, run_metadata.step_stats_bytes(), start * 1e6, end * 1e6)
+        iteration_id = step if step is not None else (self._base or 0) + seq
+        if collection.window is not None and collection.window.action(iteration_id) is ScheduleAction.RECORD_AND_SAVE:
+            self.drain(wait=True)  # the cycle's step-trace rows go in before its reports are written
+            collection.cycle_ended(np.array([iteration_id]))
+
+    def close(self) -> None:
+        """Drain what is left (the session is about to close); later runs are no longer recorded."""
+        if not self.closed:
+            self._guarded(lambda: self.drain(wait=True))
+            self.closed = True
+            _LIVE.discard(self)
+
+
+_LIVE: "weakref.WeakSet[Recorder]" = weakref.WeakSet()
+
+
+class _Reader(threading.Thread):
+    """The process's ring reader: drains every live session each DRAIN_INTERVAL_S (see the module docstring)."""
+
+    _started: "_Reader | None" = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        super().__init__(name="npu_tf_profiling ring reader", daemon=True)
+
+    @classmethod
+    def ensure_started(cls) -> None:
+        with cls._lock:
+            if cls._started is None or not cls._started.is_alive():
+                cls._started = cls()
+                cls._started.start()
+
+    def run(self) -> None:
+        while True:
+            time.sleep(DRAIN_INTERVAL_S)
+            try:
+                recorders = list(_LIVE)
+            except RuntimeError:  # the set changed while copied: next turn
+                continue
+            for recorder in recorders:
+                recorder.read_in_background()
+
+
+def _drain_all() -> None:
+    """Sessions still open at exit: their last rows go to disk before the reports are written."""
+    for recorder in list(_LIVE):
+        recorder.close()
+
+
+before_exit_reports(_drain_all)
