@@ -26,8 +26,9 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.runtime import profiling_run
 from tests.models import session_mlp
-from tests.test_runtime_robustness import profiling_env
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, raw_records, step_trace_rows
+from npu_tf_profiling.raw_format.training_frame import HEADER_SIZE, Frame, decode_frames
+from tests.test_runtime_robustness import assert_at_most_a_second_lost, profiling_env, train_then_signal
+from tests.trace_files import assert_step_trace_formulas, frame_records, only_prof_dir, raw_records, step_trace_rows
 
 SCRIPTS = Path(__file__).parent / "scripts"
 FAULTY_JOB = SCRIPTS / "faulty_job.py"
@@ -122,8 +123,8 @@ def test_storage_limit_reached_mid_run(tmp_path: Path) -> None:
         warnings.simplefilter("always")
         with tf.Session(graph=graph, config=config) as sess:
             run = profiling_run._RUNS[tmp_path.resolve()]
-            # 200 MB is the smallest limit upstream accepts: start with all but ~5 records of it used.
-            run._budget.used_bytes = run._budget.limit_bytes - 5 * 400
+            # 200 MB is the smallest limit upstream accepts: start with all but ~5 records (60 bytes each) of it used.
+            run._budget.used_bytes = run._budget.limit_bytes - 5 * 60
             sess.run(init_op)
             for _ in range(20):
                 losses.append(sess.run([train_op, loss])[1])
@@ -136,24 +137,10 @@ def test_storage_limit_reached_mid_run(tmp_path: Path) -> None:
 
 
 # ----- signals ------------------------------------------------------------------------------------------------------
-def test_sigterm_mid_run_keeps_every_finished_iteration(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, str(FAULTY_JOB), "100000", "none"], env=profiling_env(tmp_path),
-                            stdout=subprocess.PIPE, text=True)
-    finished = 0
-    try:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            finished = int(line.split()[1])
-            if finished >= 40:
-                break
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGTERM  # the job ends as it would without profiling
-    prof = only_prof_dir(tmp_path)
-    assert not list((prof / layout.REPORT_DIR).glob("*.csv"))  # no exit handlers ran
-    rows = rebuild_reports(tmp_path)
-    assert len(rows) >= finished and ids(rows) == list(range(1, len(rows) + 1))
-    assert_step_trace_formulas(rows)
+def test_sigterm_mid_run_loses_at_most_a_second_of_iterations(tmp_path: Path) -> None:
+    seen, signalled_at, status = train_then_signal(tmp_path, signal.SIGTERM)
+    assert status == -signal.SIGTERM  # the job ends as it would without profiling
+    assert_at_most_a_second_lost(tmp_path, seen, signalled_at)
 
 
 # ----- damaged raw files ----------------------------------------------------------------------------------------
@@ -170,18 +157,22 @@ def test_corrupt_and_truncated_raw_files_are_reported_by_place_and_the_rest_anal
             sess.run(train_op)
     prof = only_prof_dir(tmp_path)
     data = prof / "device_0" / layout.DATA_DIR
-    lines = (data / layout.TRAINING_TRACE_FILE).read_bytes().split(b"\n")
-    lines[4] = b'{"model_id": 1, "run": 5, garbage'  # line 5 corrupt
-    text = b"\n".join(lines[:12])  # line 12 cut mid-record: no newline, half the JSON
-    (data / layout.TRAINING_TRACE_FILE).write_bytes(text[: len(text) - len(lines[11]) // 2])
+    raw = bytearray((data / layout.TRAINING_FRAMES_FILE).read_bytes())
+    frames = [f for f in decode_frames(bytes(raw)) if isinstance(f, Frame)]
+    assert [r["run"] for r in frame_records(bytes(raw))] == list(range(1, 13)) and len(frames) >= 2
+    damaged = frames[0]  # a bit flipped inside its rows: the frame's checksum shows it
+    raw[damaged.offset + HEADER_SIZE + 3] ^= 0xFF
+    (data / layout.TRAINING_FRAMES_FILE).write_bytes(bytes(raw[:-5]))  # the last record cut mid-write
     tasks = (data / layout.TASK_TRACE_FILE).read_bytes()
     (data / layout.TASK_TRACE_FILE).write_bytes(tasks[: len(tasks) - 100])  # the last traced iteration torn
     capsys.readouterr()
     rows = rebuild_reports(tmp_path)
     err = capsys.readouterr().err
-    assert "line 5: not valid JSON" in err and "line 12: incomplete last line" in err
+    left_out = len(damaged.rows)
+    assert f"record 1: frame damaged (checksum mismatch): its {left_out} record(s) left out" in err
+    assert "record 12: incomplete last frame" in err
     assert "incomplete last record" in err
-    assert ids(rows) == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11]
+    assert ids(rows) == list(range(left_out + 1, 12))
     task_csv = next((prof / layout.REPORT_DIR).glob("task_time_*.csv")).read_text().splitlines()
     traced = {int(line.split(",")[2]) for line in task_csv[1:]}
     assert traced == {3, 4, 5}  # iteration 6's record was torn; the others are whole
@@ -196,7 +187,7 @@ def test_two_processes_on_one_output(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert job.returncode == 0 and out.endswith("done\n"), err
     profs = sorted(tmp_path.glob("PROF_*"))
     assert len(profs) == 2  # one folder per process, never one file written by two
-    counts = sorted(len(json.loads("[" + ",".join((p / "device_0/data" / layout.TRAINING_TRACE_FILE).read_text().split()) + "]"))
+    counts = sorted(len(frame_records((p / "device_0" / layout.DATA_DIR / layout.TRAINING_FRAMES_FILE).read_bytes()))
                     for p in profs)
     assert counts == [20, 25]
     assert cli_main(["summary", str(tmp_path)]) == 0

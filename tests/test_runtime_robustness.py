@@ -36,11 +36,15 @@ def test_env_path_profiles_an_unmodified_script(tmp_path) -> None:
 LOSS_BOUND_S = 1.0
 
 
-def test_sigkill_loses_at_most_a_second_of_iterations(tmp_path) -> None:
-    env = profiling_env(tmp_path)
+def train_then_signal(output: Path, signum: int) -> tuple[list[float], float, int]:
+    """Train (paced, ~150 steps a second) for a few seconds, then send `signum`.
+
+    Returns when each "step N" line arrived, when the signal was sent, and the exit status.
+    """
+    env = profiling_env(output)
     env["STEP_SLEEP_S"] = "0.005"
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "100000"], env=env, stdout=subprocess.PIPE, text=True)
-    seen: list[float] = []  # when each "step N" line arrived
+    seen: list[float] = []
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
             if line.startswith("step "):
@@ -48,17 +52,26 @@ def test_sigkill_loses_at_most_a_second_of_iterations(tmp_path) -> None:
             if len(seen) >= 40 and seen[-1] - seen[0] >= 3 * LOSS_BOUND_S:
                 break
     finally:
-        killed_at = time.monotonic()
-        proc.send_signal(signal.SIGKILL)
+        signalled_at = time.monotonic()
+        proc.send_signal(signum)
         proc.wait(timeout=30)
-    prof = only_prof_dir(tmp_path)
-    assert not list(prof.glob("mindstudio_profiler_output/*.csv"))  # killed: no chance to write reports
+    return seen, signalled_at, proc.returncode
+
+
+def assert_at_most_a_second_lost(output: Path, seen: list[float], signalled_at: float) -> None:
+    prof = only_prof_dir(output)
+    assert not list(prof.glob("mindstudio_profiler_output/*.csv"))  # no exit handler ran: no reports
     assert cli_main(["report", str(prof)]) == 0
-    _, rows = step_trace_rows(tmp_path)
-    settled = sum(1 for at in seen if at < killed_at - LOSS_BOUND_S)
+    _, rows = step_trace_rows(output)
+    settled = sum(1 for at in seen if at < signalled_at - LOSS_BOUND_S)
     assert settled <= len(rows) <= len(seen) + 1, (settled, len(rows), len(seen))
     assert [r["Iteration ID"] for r in rows] == [str(i) for i in range(1, len(rows) + 1)]
     assert_step_trace_formulas(rows)
+
+
+def test_sigkill_loses_at_most_a_second_of_iterations(tmp_path) -> None:
+    seen, killed_at, _ = train_then_signal(tmp_path, signal.SIGKILL)
+    assert_at_most_a_second_lost(tmp_path, seen, killed_at)
 
 
 def test_full_disk_stops_collection_and_training_goes_on(tmp_path) -> None:

@@ -98,3 +98,14 @@ def test_record_without_an_iteration_end_is_skipped_like_a_bad_line(tmp_path) ->
     path.write_bytes(encode_frame(1, shape, rows))
     with pytest.warns(RawDataWarning, match="record 2"):
         assert raw.read_training_trace(path).frame["run"].tolist() == [1, 3]
+
+
+def test_a_frame_damaged_in_place_is_left_out_and_reported(tmp_path) -> None:
+    shape = RecordShape(0, True, True, 0, False)
+    first, second = encode_frame(1, shape, _rows(shape, 3)), encode_frame(1, shape, _rows(shape, 2, first_run=4, base=T0 + 1e6))
+    damaged = bytearray(first)
+    damaged[-3] ^= 0xFF  # a bit flip in a time of the third record: no syntax shows it, the checksum does
+    path = tmp_path / "training_trace.bin"
+    path.write_bytes(bytes(damaged) + second)
+    with pytest.warns(RawDataWarning, match=r"record 1: frame damaged \(checksum mismatch\): its 3 record\(s\) left out"):
+        assert raw.read_training_trace(path).frame["run"].tolist() == [4, 5]

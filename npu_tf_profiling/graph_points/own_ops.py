@@ -1,6 +1,6 @@
 """The ops this package adds to a user's graph, and a GraphDef without them.
 
-The runtime's probes (``tf.timestamp`` stamps and the vector that gathers them)
+The runtime's probes (the stamps and the ring table they are written to)
 live in the graph from the first profiled step on, so every graph saved after
 profiling (an Estimator's checkpoint ``.meta``, ``tf.io.write_graph`` after
 training, a ``tf.Graph`` analysed again) carries them. They are sinks that wait

@@ -9,20 +9,23 @@ parsing. The older one-JSON-line-per-iteration format (``training_record``)
 stays readable.
 
 A crash can only tear the last frame: the reader keeps the whole rows in it and
-reports the rest. Bytes that do not start with the frame marker are reported with
-their offset and reading resumes at the next marker.
+reports the rest. A whole frame carries the CRC-32 of its rows: a frame damaged
+in place is reported and left out (binary rows have no syntax that could show
+it). Bytes that do not start with the frame marker are reported with their
+offset and reading resumes at the next marker.
 """
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 FRAME_MAGIC = b"NTS1"
-# magic, model_id, rows, get_next pairs, reduce pairs, flags (bit 0 fp, bit 1 bp, bit 2 step), 3 pad bytes
-_HEADER = struct.Struct("<4sIIHHB3x")
+# magic, model_id, rows, get_next pairs, reduce pairs, flags (bit 0 fp, bit 1 bp, bit 2 step), 3 pad bytes, CRC-32 of the rows
+_HEADER = struct.Struct("<4sIIHHB3xI")
 HEADER_SIZE = _HEADER.size
 _FLAG_FP, _FLAG_BP, _FLAG_STEP = 1, 2, 4
 # `step` of a row whose graph has no global step.
@@ -64,8 +67,9 @@ def encode_frame(model_id: int, shape: RecordShape, rows: np.ndarray) -> bytes:
     """One frame: the header and `rows` (a structured array of `shape.dtype`)."""
     if rows.dtype != shape.dtype:
         raise ValueError(f"rows have dtype {rows.dtype}, expected {shape.dtype}")
-    head = _HEADER.pack(FRAME_MAGIC, model_id, len(rows), shape.get_next_pairs, shape.reduce_pairs, shape.flags)
-    return head + rows.tobytes()
+    body = rows.tobytes()
+    head = _HEADER.pack(FRAME_MAGIC, model_id, len(rows), shape.get_next_pairs, shape.reduce_pairs, shape.flags, zlib.crc32(body))
+    return head + body
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,7 @@ def decode_frames(data: bytes) -> Iterator[Frame | DamagedBytes]:
         if end - offset < HEADER_SIZE:
             yield DamagedBytes(offset, record + 1, "incomplete last frame header (the writer was probably stopped mid-write)")
             return
-        _, model_id, count, get_next_pairs, reduce_pairs, flags = _HEADER.unpack_from(data, offset)
+        _, model_id, count, get_next_pairs, reduce_pairs, flags, crc = _HEADER.unpack_from(data, offset)
         shape = RecordShape.from_header(get_next_pairs, reduce_pairs, flags)
         width = shape.dtype.itemsize
         body = offset + HEADER_SIZE
@@ -115,7 +119,9 @@ def decode_frames(data: bytes) -> Iterator[Frame | DamagedBytes]:
             limit = end if following < 0 else following
         whole = min(count, (limit - body) // width)
         rows = np.frombuffer(data, dtype=shape.dtype, count=whole, offset=body)
-        if whole:
+        if whole == count and zlib.crc32(data[body : body + whole * width]) != crc:
+            yield DamagedBytes(offset, record + 1, f"frame damaged (checksum mismatch): its {count} record(s) left out")
+        elif whole:  # a torn frame's whole rows are kept: tearing is how a killed writer leaves it
             yield Frame(offset, model_id, shape, rows, record + 1)
         record += whole
         offset = body + whole * width

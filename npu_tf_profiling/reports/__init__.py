@@ -2,7 +2,7 @@
 
 One sub-package per kind of data, one module per job in each:
 
-* ``step/``: ``records`` (training_trace.jsonl -> DataFrame, torn lines skipped
+* ``step/``: ``records`` (training_trace.bin/.jsonl -> DataFrame, torn records skipped
   and warned about, the Iteration ID rule), ``table`` (the step_trace table and
   its CSV), ``timeline`` (the same as Chrome trace events), ``summary`` (shares
   and the input-bound verdict);

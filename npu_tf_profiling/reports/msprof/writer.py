@@ -80,7 +80,7 @@ def is_stale(prof_dir: Path, rank: int, device_dir: Path, info: dict[str, Any]) 
     db = names.profiler_output_dir(folder) / names.profiler_db_name(rank)
     if not db.is_file():
         return True
-    raw_files = [device_dir / layout.DATA_DIR / layout.TRAINING_TRACE_FILE, device_dir / layout.DATA_DIR / layout.TASK_TRACE_FILE]
+    raw_files = [*layout.training_trace_files(device_dir), device_dir / layout.DATA_DIR / layout.TASK_TRACE_FILE]
     newest = max((os.stat(p).st_mtime for p in raw_files if p.is_file()), default=0.0)
     return db.stat().st_mtime < newest
 
