@@ -194,9 +194,15 @@ class Recorder:
         """The reader thread's turn: poll the collection (a dynamic one may have come), drain."""
         if self.closed or self.issued == 0:
             return
-        self._guarded(self._poll)
-        self._guarded(self.drain)
-        self._schedule_checks()
+        try:
+            self._poll()
+            self.drain()
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            if not self.closed:  # a session closed behind the wrapper's back just stops being read
+                self._on_error(exc)
+        # The training thread checks its next run too: it polls the collection itself (a dynamic
+        # edit then takes effect at that run, not a reader turn later) and schedules what follows.
+        self._check_at = self.issued + 1
 
     # ----- draining the ring ------------------------------------------------------------------
     def drain(self, wait: bool = False) -> None:
@@ -296,6 +302,11 @@ class Recorder:
         if collection.window is not None and collection.window.action(iteration_id) is ScheduleAction.RECORD_AND_SAVE:
             self.drain(wait=True)  # the cycle's step-trace rows go in before its reports are written
             collection.cycle_ended(np.array([iteration_id]))
+
+    def abandon(self) -> None:
+        """Stop recording at once, reading nothing more (profiling was turned off for this session)."""
+        self.closed = True
+        _LIVE.discard(self)
 
     def close(self) -> None:
         """Drain what is left (the session is about to close); later runs are no longer recorded."""

@@ -249,6 +249,10 @@ class SessionProfiler:
             plan = self._recorder_for_session().run_unrecorded
         else:
             plan = self._recorder_for_session().run
+        if self.state is SessionState.DISABLED:  # making the recorder failed
+            if self._recorder is not None:
+                self._recorder.abandon()
+            return None
         if self.state is SessionState.RECORDING:
             try:
                 key = _fetch_key(fetches) if not feed_dict else (_fetch_key(fetches), frozenset(feed_dict))
@@ -391,6 +395,8 @@ class SessionProfiler:
         if self.state is SessionState.DISABLED:
             return
         self._advance(SessionEvent.FAILED)
+        if self._recorder is not None:
+            self._recorder.abandon()
         warnings.warn(
             f"npu_tf_profiling: profiling turned off for this session after an internal error ({exc!r}); training continues",
             RuntimeWarning,
