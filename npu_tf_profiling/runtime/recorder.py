@@ -24,6 +24,7 @@ continuously; two sessions training one graph at the same time share numbers.
 """
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import weakref
@@ -323,21 +324,34 @@ class _Reader(threading.Thread):
     """The process's ring reader: drains every live session each DRAIN_INTERVAL_S (see the module docstring)."""
 
     _started: "_Reader | None" = None
+    _stop_registered = False
     _lock = threading.Lock()
 
     def __init__(self) -> None:
         super().__init__(name="npu_tf_profiling ring reader", daemon=True)
+        self._stop_event = threading.Event()
 
     @classmethod
     def ensure_started(cls) -> None:
         with cls._lock:
             if cls._started is None or not cls._started.is_alive():
+                if not cls._stop_registered:  # also when no PROF folder (whose exit handler stops it) exists
+                    atexit.register(cls.stop)
+                    cls._stop_registered = True
                 cls._started = cls()
                 cls._started.start()
 
+    @classmethod
+    def stop(cls) -> None:
+        """At exit: no reader turn may be under way while the interpreter shuts down."""
+        with cls._lock:
+            reader, cls._started = cls._started, None
+        if reader is not None:
+            reader._stop_event.set()
+            reader.join(timeout=5.0)
+
     def run(self) -> None:
-        while True:
-            time.sleep(DRAIN_INTERVAL_S)
+        while not self._stop_event.wait(DRAIN_INTERVAL_S):
             try:
                 recorders = list(_LIVE)
             except RuntimeError:  # the set changed while copied: next turn
@@ -347,7 +361,8 @@ class _Reader(threading.Thread):
 
 
 def _drain_all() -> None:
-    """Sessions still open at exit: their last rows go to disk before the reports are written."""
+    """At exit: stop the reader, then save the last rows of the sessions still open, before the reports are written."""
+    _Reader.stop()
     for recorder in list(_LIVE):
         recorder.close()
 
