@@ -342,8 +342,8 @@ class SessionProfiler:
         collection = self._source.poll()
         if clash and collection is not None:
             collection.run.add_note(
-                f"runs feeding {', '.join(clash)} are not recorded: the step-trace points at those ops would only say "
-                "when the fed values were ready (a fed op does not run, with or without profiling)"
+                f"runs feeding {', '.join(clash)} are not recorded: the step-trace points at those ops would not mean "
+                "what they say (a fed data input does not run; other fed ops still run, since the probes wait on them)"
             )
         return _FED_ITERATION if clash else True
 
