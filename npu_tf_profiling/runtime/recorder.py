@@ -51,6 +51,7 @@ class Source(Protocol):
 
 
 class StepsSeen(Protocol):
+    first: int | None
     last: int | None
 
 
@@ -233,7 +234,10 @@ class Recorder:
         steps = fresh[:, 1].astype(np.int64) if probes.ring.has_step else None
         if steps is not None:
             self._step, self._seq_at_step = int(steps[-1]), int(seqs[-1])
-            self._state.steps.last = self._step
+            seen = self._state.steps
+            if seen.first is None:
+                seen.first = int(steps[0])
+            seen.last = self._step
         ids = steps if steps is not None else self._base + seqs
         mine = seqs > self._collection_from
         if self._unrecorded:
@@ -296,7 +300,10 @@ class Recorder:
             step = int(row[1]) if self._probes.ring.has_step else None
         if step is not None:
             self._step, self._seq_at_step = step, seq
-            self._state.steps.last = step
+            seen = self._state.steps
+            if seen.first is None:
+                seen.first = step
+            seen.last = step
         model = self._state.model_in(collection.run, self._graph, True, self._source)
         collection.run.record_tasks(model, (self._base or 0) + seq, step, run_metadata.step_stats_bytes(), start * 1e6, end * 1e6)
         iteration_id = step if step is not None else (self._base or 0) + seq

@@ -133,14 +133,19 @@ class _GraphState:
 
 @dataclass
 class StepsSeen:
-    """The latest global step a graph's recorded iterations reached (None: none seen yet)."""
+    """The first and the latest global step of a graph's recorded iterations (None: none seen yet)."""
 
+    first: int | None = None
     last: int | None = None
 
 
 def _carries_on(earlier: StepsSeen, later: StepsSeen) -> bool:
-    """`later` continues `earlier`'s global step (a checkpoint restored), so it is the same model."""
-    return earlier.last is not None and later.last is not None and later.last > earlier.last
+    """`later` continues `earlier`'s global step (a checkpoint restored), so it is the same model.
+
+    Judged by `later`'s *first* step: rows are read in batches, so by the time `later`
+    registers, its latest step may already be ahead of a concurrent graph's.
+    """
+    return earlier.last is not None and later.first is not None and later.first > earlier.last
 
 
 _GRAPH_STATES: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
