@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-PROBE_SCOPE = "npu_tf_profiling_probes"
+from npu_tf_profiling.raw_format import layout
+
+PROBE_SCOPE = layout.PROBE_SCOPE
 _OWN_COMPONENT = re.compile(r"(?:^|/)" + re.escape(PROBE_SCOPE) + r"(?:_\d+)?/")
 
 

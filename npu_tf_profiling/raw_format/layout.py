@@ -60,6 +60,11 @@ K_BP_END = "bp_end"
 K_REDUCE = "reduce"
 K_ITERATION_END = "iteration_end"
 
+# The scope of every op the profiler adds to a graph: discovery leaves them out, the task reports skip them.
+PROBE_SCOPE = "npu_tf_profiling_probes"
+# info.json, per model: the user's fp/bp points that were asked for but not used (runtime writes, summary reads).
+K_TRACE_POINTS_FALLBACK = "trace_points_fallback"
+
 TASK_TRACE_FILE = "task_trace.bin"
 TASK_MAGIC = b"NTT1"
 GRAPH_OPS_FILE = "graph_ops_{model_id}.json"

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from npu_tf_profiling.graph_points import Discovery, TracePoints, TracePointsError
+from npu_tf_profiling.raw_format import layout
 
 POINT_OPTIONS = ("fp_point", "bp_point")
-FALLBACK_KEY = "trace_points_fallback"
+FALLBACK_KEY = layout.K_TRACE_POINTS_FALLBACK
 
 
 @dataclass(frozen=True)

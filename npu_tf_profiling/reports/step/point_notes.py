@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-FALLBACK_KEY = "trace_points_fallback"
+from npu_tf_profiling.raw_format import layout
+
+FALLBACK_KEY = layout.K_TRACE_POINTS_FALLBACK
 # option -> (the TracePoints key of its op, the step-trace column it starts, the columns it makes N/A)
 _POINTS = {
     "fp_point": ("fp", "FP Start", "FP Start, FP to BP and Data Aug Bound"),

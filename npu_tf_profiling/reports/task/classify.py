@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-PROBE_PREFIX = "npu_tf_profiling_probes/"
+from npu_tf_profiling.raw_format import layout
+
+PROBE_PREFIX = f"{layout.PROBE_SCOPE}/"
 PLUMBING_PREFIX = "_"
 
 TASK_CPU = "CPU"
