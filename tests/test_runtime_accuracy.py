@@ -7,8 +7,8 @@ up. The stamp is made GetNext's only ready successor, so it is the first to run 
 ~10-25 µs here), but the wakeup's tail stays: p95 ~50-170 µs on this shared 2-core VM, and
 a run in a process that already ran other sessions sometimes has a median of 40-80 µs (the
 goal of p95 <= 50 µs is not met; the bounds here guard against regressions). Iteration End
-is stamped when everything the train op waits on has finished, just before the train op's
-own kernel starts, so it is compared with that kernel's start.
+is stamped when everything the train op waits on has finished, so it is compared with the
+end of the last model op the train op (transitively) waits on.
 100 iterations keep the p95 estimate stable. On a machine busier than its CPU count (load
 average), a thread preempted between a stamp and its op, or a thread wakeup waiting for a CPU,
 lands in the tail whatever the probes do: there the p95 must stay within LOADED_P95_FACTOR
@@ -48,6 +48,19 @@ def _op_times(run_metadata: tf.RunMetadata) -> dict[str, tuple[float, float]]:
     return times
 
 
+def _model_ancestors(op: tf.Operation) -> set[str]:
+    """The names of the model ops `op` waits on, transitively (the package's own ops left out)."""
+    seen: set[str] = set()
+    stack = [t.op for t in op.inputs] + list(op.control_inputs)
+    while stack:
+        item = stack.pop()
+        if item.name in seen or item.name.startswith("npu_tf_profiling_probes"):
+            continue
+        seen.add(item.name)
+        stack.extend([t.op for t in item.inputs] + list(item.control_inputs))
+    return seen
+
+
 def test_probe_times_match_step_stats(tmp_path) -> None:
     graph = tf.Graph()
     train_op, loss, init, _ = session_mlp(graph, batch=64, extra_flops=1)
@@ -69,6 +82,7 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
     records = records[WARMUP:]
     points = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())["models"]["1"]
     bp_ops = sorted({t.split(":")[0] for t in points["bp_inputs"]})
+    waited = _model_ancestors(graph.get_operation_by_name(points["iteration_end"]))
     errors: dict[str, list[float]] = {"fp_start": [], "bp_end": [], "get_next_start": [], "get_next_end": [], "iteration_end": []}
     for record, times in zip(records, stats):
         errors["fp_start"].append(abs(record["fp_start"] - times[points["fp"]][0]))
@@ -76,7 +90,7 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
         start, end = record["get_next"][0]
         errors["get_next_start"].append(abs(start - times[points["get_next"][0]][0]))
         errors["get_next_end"].append(abs(end - times[points["get_next"][0]][1]))
-        errors["iteration_end"].append(abs(record["iteration_end"] - times[points["iteration_end"]][0]))
+        errors["iteration_end"].append(abs(record["iteration_end"] - max(times[op][1] for op in waited if op in times)))
     p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
     medians = {name: float(np.median(values)) for name, values in errors.items()}
     print("|probe - step stats| (us): p95", p95, "median", medians)

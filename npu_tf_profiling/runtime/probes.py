@@ -40,7 +40,7 @@ import tensorflow as tf
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints
 from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE  # discovery leaves these ops out
 from npu_tf_profiling.raw_format.training_frame import RecordShape
-from npu_tf_profiling.runtime.ring import RingOps, build_ring, global_step_after
+from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
 
 # Data inputs fed from Python (feed_dict) have no in-graph read to time.
 FED_INPUT_TYPES = ("Placeholder", "PlaceholderWithDefault")
@@ -138,9 +138,13 @@ class _Builder:
             # dependency optimizer would turn a stateless one (IdentityN) into control edges on
             # the producers before a feed could replace their tensors; and marking a node
             # `_grappler_do_not_remove` makes every new fetch signature optimise the whole graph.
-            with tf.control_dependencies(ops):
+            # Its condition is a root node: were it made ready by the ops waited on, it would be ready
+            # next to GetNext itself, and TensorFlow's executor hands an op that becomes ready next to
+            # another to its thread pool (a thread wakeup) while it still counts kernels as expensive.
+            with tf.control_dependencies(None):
                 always = tf.constant(True, name=name + "_always")
-            ops.append(tf.raw_ops.Assert(condition=always, data=tensors, summarize=0, name=name))
+            with tf.control_dependencies(ops):
+                ops = [tf.raw_ops.Assert(condition=always, data=tensors, summarize=0, name=name)]
         return ops
 
     def stamp(self, after: Iterable[Wait], name: str) -> tf.Tensor:
@@ -336,7 +340,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         before_end,
         lambda after: builder.stamp(after, "iteration_end"),
         stamps,
-        lambda: global_step_after(builder.graph, points.global_step, train_op, gated) if has_step else None,
+        GlobalStep(points.global_step, train_op, gated) if has_step else None,
     )
     if gated:
         train_op._add_control_input(ring.write)

@@ -6,9 +6,10 @@ the user's `run` goes to TensorFlow unchanged.
 
 A reader thread (one per process) drains every session's ring each
 DRAIN_INTERVAL_S: one extra `run` that reads the rows written since the last
-drain, decoded with NumPy and appended to the raw file as one binary frame. It
-never races the writer: a row counts once its end is written, and a row still in
-flight waits for the next drain. So a SIGKILL loses at most the iterations of the
+drain (two where the rows are keyed by the global step: its value first), decoded
+with NumPy and appended to the raw file as one binary frame. It never races the
+writer: a row is written whole by one insert, and a row still in flight waits for
+the next drain. So a SIGKILL loses at most the iterations of the
 last DRAIN_INTERVAL_S, even when the process is stuck inside a step, and the
 training thread never pauses to drain. The training thread itself drains only
 after DRAIN_EVERY_RUNS unread iterations (so the ring cannot overflow), at a
@@ -17,8 +18,9 @@ the collection in force wants task_trace there (FULL_TRACE must be asked for
 before the run), and the first iteration of a session, which drains at once so
 that the global step is known from the start.
 
-Run numbers: the ring counts its session's train op runs (`seq`); a session's
-first checked run takes a base from the graph's count so far, and `run = base + seq`.
+Run numbers: each session counts its train op runs (`seq`: the ring's counter, or,
+where the rows are keyed by the step, the order of the steps); a session's first
+checked run takes a base from the graph's count so far, and `run = base + seq`.
 Sessions used one after the other therefore number a graph's iterations
 continuously; two sessions training one graph at the same time share numbers.
 """
@@ -83,7 +85,8 @@ class Recorder:
         self._times_from = 2 if ring is not None and ring.has_step else 1
         self.issued = 0  # iteration runs this session made (the predicted seq of the last one)
         self._base: int | None = None
-        self._seq_done = 0
+        self._seq_done = 0  # runs whose rows were read (recorded, or counted as lost)
+        self._key_done: int | None = None  # the ring key of the last row read
         self._step: int | None = None
         self._seq_at_step = 0
         self._collection: Collection | None = None
@@ -98,7 +101,7 @@ class Recorder:
         if probes is not None:
             # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
             # drain now, before this session's first iteration, not in the middle of training.
-            self._guarded(lambda: self._read_ring(0))  # reads nothing: no row is written yet
+            self._guarded(lambda: self._read_ring(0))  # reads nothing: no row of this session is written yet
 
     # ----- the per-run path -----------------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
@@ -134,7 +137,7 @@ class Recorder:
     def _checked_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         collection = self._guarded(self._poll)
         tasks = bool(self._guarded(lambda: self._wants_tasks(collection)))
-        extra = self._extra + (self._probes.ring.row if tasks and self._probes is not None else ())
+        extra = self._extra + ((self._probes.ring.row,) if tasks and self._probes is not None else ())
         run_fetches = [fetches, *extra] if extra else fetches
         if tasks:
             options = full_trace_options(options)
@@ -147,7 +150,7 @@ class Recorder:
             raise
         end = time.time()
         if tasks:
-            self._guarded(lambda: self._record_tasks(out[-2] if self._probes is not None else None, run_metadata, start, end))
+            self._guarded(lambda: self._record_tasks(out[-1] if self._probes is not None else None, run_metadata, start, end))
         self._guarded(self._checkpoint)
         return out[0] if extra else out
 
@@ -247,29 +250,58 @@ class Recorder:
         self._source.after_iteration(int(ids[-1]))
 
     def _read_ring(self, through: int) -> np.ndarray:
-        """The rows after the last drained one up to seq `through`, each with its end appended, in order.
+        """The rows after the last drained one, in order, as ``[seq, step?, stamps..., end]``.
 
-        The newest rows may still be in flight (a run on another thread): they wait for
-        the next drain. A row missing before a complete one never comes (its run stopped
-        between the counter and the write; or more than RING_ROWS runs passed unread):
-        it is counted as lost. The graph's own count also tells of runs made without this
-        wrapper; they are read next time.
+        `through`: the runs this session has issued (the last one may still be in
+        flight). The newest rows may be in flight (a run on another thread): they wait
+        for the next drain. A row missing before a complete one never comes (its run
+        stopped between the key and the write; or more than RING_ROWS runs passed
+        unread): it is counted as lost.
         """
         ring = self._probes.ring
-        first = max(self._seq_done + 1, through - RING_ROWS + 1)
-        seqs = np.arange(first, max(through, self._seq_done) + 1, dtype=np.int64)
-        count, rows, ends = self._run(list(ring.drain), {ring.slots: seqs % RING_ROWS})
-        self.issued = max(self.issued, int(count))
-        whole = (rows[:, 0] == seqs) & np.isfinite(ends)
+        if ring.keyed_by_step:
+            keys, seqs = self._step_keys(through)
+            rows = self._run(ring.rows, {ring.slots: keys % RING_ROWS})
+        else:
+            keys = seqs = self._counter_keys(through)
+            count, rows = self._run([ring.progress, ring.rows], {ring.slots: keys % RING_ROWS})
+            self.issued = max(self.issued, int(count))  # the graph's count also tells of runs made without this wrapper
+        whole = rows[:, 0] == keys  # an absent row reads as NaN; an older lap's row has an older key
         if not whole.any():
-            return np.empty((0, rows.shape[1] + 1))
+            return np.empty((0, rows.shape[1] + (1 if ring.keyed_by_step else 0)))
         last = len(whole) - 1 - int(np.argmax(whole[::-1]))
         lost = int(seqs[last] - self._seq_done) - int(whole[: last + 1].sum())
-        self._seq_done = int(seqs[last])
+        self._seq_done, self._key_done = int(seqs[last]), int(keys[last])
         if lost and self._collection is not None:
             self._collection.run.add_note(f"{lost} iteration(s) were not recorded: their rows were gone from the ring when it was read")
         keep = whole[: last + 1]
-        return np.column_stack([rows[: last + 1][keep], ends[: last + 1][keep]])
+        if ring.keyed_by_step:  # the key is the step: the session's run numbers go before it
+            return np.column_stack([seqs[: last + 1][keep], rows[: last + 1][keep]])
+        return rows[: last + 1][keep]
+
+    def step_written(self) -> None:
+        """The script has just set the global step (every row before was read): later rows follow its new value."""
+        if not self.closed and self._probes is not None and self._probes.ring.keyed_by_step:
+            with self._draining:
+                self._key_done = int(self._run(self._probes.ring.progress))
+
+    def _counter_keys(self, through: int) -> np.ndarray:
+        """The counter values (run numbers) after the last drained one up to `through`, at most RING_ROWS."""
+        return np.arange(max(self._seq_done + 1, through - RING_ROWS + 1), max(through, self._seq_done) + 1, dtype=np.int64)
+
+    def _step_keys(self, through: int) -> tuple[np.ndarray, np.ndarray]:
+        """The global steps to read (the steps reached since the last drained one) and their run numbers.
+
+        Every run of the train op adds one to the step, so the runs not yet drained
+        (`through` minus the drained ones) bound how far back to look: that also covers
+        the first drain, and a step the script set back (a checkpoint restored mid-run).
+        """
+        step = int(self._run(self._probes.ring.progress))
+        pending = max(through - self._seq_done, 0)
+        known = self._key_done is not None and step - pending <= self._key_done <= step
+        origin = self._key_done if known else step - pending
+        keys = np.arange(max(origin, step - RING_ROWS) + 1, step + 1, dtype=np.int64)
+        return keys, self._seq_done + keys - origin
 
     def _record(self, rows: np.ndarray, ids: np.ndarray) -> None:
         """Append the rows the collection in force wants, as one frame."""
@@ -296,8 +328,12 @@ class Recorder:
         step = None
         seq = self.issued
         if row is not None:
-            seq = int(row[0])
-            step = int(row[1]) if self._probes.ring.has_step else None
+            ring = self._probes.ring
+            if ring.keyed_by_step:
+                step = int(row[0])
+            else:
+                seq = int(row[0])
+                step = int(row[1]) if ring.has_step else None
         if step is not None:
             self._step, self._seq_at_step = step, seq
             seen = self._state.steps

@@ -4,30 +4,47 @@ Why: fetching the stamps on every run made each step pay for a second fetch,
 TensorFlow's fetch handling for it, and a NumPy array (tens of µs in Python). Here
 the write of one row is a control input of the train op itself, so the user's
 `run` goes to TensorFlow exactly as the user wrote it, and the runtime reads the
-rows in batches (`drain`, one extra run every few hundred ms; see `recorder`).
+rows in batches (one extra `run` every few hundred ms; see `recorder`).
 
-A row is ``[seq, step?, stamps..., iteration_end]`` (float64; ``seq`` counts this
-session's train op runs from 1, the key is ``seq mod RING_ROWS``). The row without
-its end is written first, then the iteration end stamp, then the end alone into a
-second (scalar) table: one small kernel between the stamp and the train op. The
-tables and the counter are `MutableHashTable` resources, not variables: a table
-is created on first use and needs no initializer, so a graph exported from a
-profiled run (an Estimator checkpoint's .meta, say) stays runnable without this
+A row is ``[key, step?, stamps..., iteration_end]`` (float64), written by one
+insert at ``key mod RING_ROWS``, so a row is either absent or whole. The key is
+one of two numbers:
+
+* **the global step after the update** (``keyed_by_step``), when the train op is
+  the global step's increment by one (a v1 optimizer's ``minimize(global_step=...)``,
+  what Estimator and most TF1 scripts run). Every run of the train op then has its
+  own step, so no counter is needed, and the row holds no separate step column;
+* **a counter** of this session's train op runs (from 1) otherwise: read, add one,
+  write back; the row then also holds the step (when the graph has one).
+
+The tables and the counter are `MutableHashTable` resources, not variables: a
+table is created on first use and needs no initializer, so a graph exported from
+a profiled run (an Estimator checkpoint's .meta, say) stays runnable without this
 package, and the tables never hold more than RING_ROWS rows even when nobody
-drains them.
+drains them. Table kernels are the costly part of the row (each looks its table up
+by name, and a handle op builds its handle every run: about 2-4 µs each here,
+against well under 1 µs for a `Timestamp`), which is why the step key, which needs
+no counter, is used wherever it is exact.
 
-The row is written just before the train op runs, so the iteration end stamp is
-taken when everything the train op waits on has finished; the train op's own
-kernel (an optimizer's global step increment, or the NoOp that groups the
-updates) follows it. The global step is read just before and, when the train op
-is the increment, the increment is added, so the row holds the step *after* the
-update. Every op here waits on the one before it: the chain runs inline on one
-thread, and no op of it is ready when the step starts.
+The row is written just before the train op runs. The iteration end stamp comes
+first, when everything the train op waits on has finished, so the row's own ops
+(a few µs) are not counted in the model's iteration; then the row is made and
+written, and the train op's own kernel (an optimizer's global step increment, or
+the NoOp that groups the updates) follows. The global step is read just before
+the train op and, when
+the train op is the increment (or an assignment) of it, its effect is added, so
+the row holds the step *after* the update.
+
+Every op of the row waits on the one before it (`_Chain`): each is then the only
+op its predecessor makes ready, so TensorFlow's executor runs the whole chain
+inline on one thread, even in a session's first ~100 runs, when it still treats
+every kernel as expensive and hands an op that becomes ready next to another
+one to its thread pool.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -41,51 +58,88 @@ class RingOps:
     """The ops one graph's recording uses."""
 
     write: tf.Operation  # records this run's row (its last op)
-    row: tuple[tf.Tensor, tf.Tensor]  # (row without its end, end), fetched on the few runs that need them at once
+    row: tf.Tensor  # this run's row, fetched on the few runs that need it at once
     slots: tf.Tensor  # fed with the slots to read: a drain reads the rows it expects, not the whole table
-    drain: tuple[tf.Tensor, tf.Tensor, tf.Tensor]  # (this session's seq so far, rows [n, width - 1], ends [n]); NaN: not written
-    has_step: bool
+    rows: tf.Tensor  # the rows at `slots`, [n, width]; a slot never written reads as NaN
+    progress: tf.Tensor  # int64: the last key written (keyed_by_step: the global step now; else the counter)
+    has_step: bool  # the row carries the global step (as its key when keyed_by_step)
+    keyed_by_step: bool
+
+
+@dataclass(frozen=True)
+class GlobalStep:
+    """The graph's global step and the train op, whose relation decides the row's key."""
+
+    name: str
+    train_op: tf.Operation
+    gated: bool  # the row is written before the train op (else: after it, fetched alongside)
+
+
+class _Chain:
+    """Ops made one after another, each waiting on the one before (see the module docstring)."""
+
+    def __init__(self, after: list[tf.Operation]) -> None:
+        self._last = after
+
+    def add(self, make: Callable[[], tf.Tensor | tf.Operation]) -> Any:
+        with tf.control_dependencies(self._last):
+            made = make()
+        self._last = [made if isinstance(made, tf.Operation) else made.op]
+        return made
+
+    @property
+    def last(self) -> list[tf.Operation]:
+        return self._last
 
 
 def build_ring(
     before_end: list[tf.Operation],
     end_stamp: Callable[[list[tf.Operation]], tf.Tensor],
     stamps: list[tf.Tensor],
-    step: Callable[[], tf.Tensor | None],
+    global_step: GlobalStep | None,
 ) -> RingOps:
-    """Build the counter, the row and its writes, chained after `before_end`.
+    """Build the row and its write, chained after `before_end`.
 
-    `end_stamp(after)` makes the iteration end stamp; `step()` reads the global step
-    as float64 (None: the graph has none). The caller runs this inside the probes'
-    name scope and device.
+    `end_stamp(after)` makes the iteration end stamp. The caller runs this inside the
+    probes' name scope and device.
     """
-    shared = tf.compat.v1.get_default_graph().unique_name("ring")
-    with tf.control_dependencies(before_end):  # no op here is a root node: none starts with the step
-        counter = _table(shared + "_counter", tf.int64, None, "counter")
-        key = tf.constant(0, tf.int64, name="counter_key")
-        seq = tf.raw_ops.LookupTableFindV2(table_handle=counter, keys=key, default_value=tf.constant(0, tf.int64)) + 1
-    count = tf.raw_ops.LookupTableInsertV2(table_handle=counter, keys=key, values=seq, name="count")
-    with tf.control_dependencies([count]):
-        slot = tf.math.floormod(seq, RING_ROWS, name="slot")
-        head = [tf.cast(seq, tf.float64)]
-        step_value = step()
-        if step_value is not None:
-            head.append(step_value)
-        row = tf.stack(head + stamps, name="row")
-        rows = _table(shared, tf.float64, row.shape, "rows_writer")
-        put_row = tf.raw_ops.LookupTableInsertV2(table_handle=rows, keys=slot, values=row, name="write_row")
-        ends = _table(shared + "_ends", tf.float64, None, "ends_writer")
-    end = end_stamp([put_row])
-    write = tf.raw_ops.LookupTableInsertV2(table_handle=ends, keys=slot, values=end, name="write")
+    graph = tf.compat.v1.get_default_graph()
+    shared = graph.unique_name("ring")
+    end = end_stamp(before_end)  # first: the row's own ops are not the model's iteration
+    chain = _Chain([end.op])  # no op here is a root node: none starts with the step
+    increment = _unit_increment(graph, global_step)
+    if increment is not None:
+        step = chain.add(lambda: _read_step(graph, global_step.name))
+        key = chain.add(lambda: step + increment)
+        head: list[tf.Tensor] = []
+        progress_of = lambda: _read_step(graph, global_step.name)  # noqa: E731 - the reader's own read
+    else:
+        zero = chain.add(lambda: tf.constant(0, tf.int64, name="counter_key"))
+        counter = chain.add(lambda: _table(shared + "_counter", tf.int64, None, "counter"))
+        done = chain.add(lambda: tf.raw_ops.LookupTableFindV2(table_handle=counter, keys=zero, default_value=zero))
+        one = chain.add(lambda: tf.constant(1, tf.int64, name="one"))
+        key = chain.add(lambda: tf.add(done, one, name="seq"))
+        chain.add(lambda: tf.raw_ops.LookupTableInsertV2(table_handle=counter, keys=zero, values=key, name="count"))
+        head = [] if global_step is None else [_step_after(graph, global_step, chain)]
+        progress_of = lambda: _find(  # noqa: E731
+            _table(shared + "_counter", tf.int64, None, "counter_reader"), tf.constant(0, tf.int64), tf.constant(0, tf.int64)
+        )
+    rows_in_ring = chain.add(lambda: tf.constant(RING_ROWS, tf.int64, name="ring_rows"))
+    slot = chain.add(lambda: tf.math.floormod(key, rows_in_ring, name="slot"))
+    key_value = chain.add(lambda: tf.cast(key, tf.float64, name="key"))
+    row_shape = tf.TensorShape([len(head) + len(stamps) + 2])
+    table = chain.add(lambda: _table(shared, tf.float64, row_shape, "rows_writer"))
+    row = chain.add(lambda: tf.stack([key_value] + head + stamps + [end], name="row"))
+    write = tf.raw_ops.LookupTableInsertV2(table_handle=table, keys=slot, values=row, name="write")
     with tf.control_dependencies(None):  # the reader's handles wait on nothing: a drain runs no step
         slots = tf.compat.v1.placeholder(tf.int64, [None], name="drain_slots")
-        nan = tf.constant(float("nan"), tf.float64)
-        drain = (
-            _find(_table(shared + "_counter", tf.int64, None, "counter_reader"), tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
-            _find(_table(shared, tf.float64, row.shape, "rows_reader"), slots, tf.fill(row.shape, nan)),
-            _find(_table(shared + "_ends", tf.float64, None, "ends_reader"), slots, nan),
-        )
-    return RingOps(write=write, row=(row, end), slots=slots, drain=drain, has_step=step_value is not None)
+        nan = tf.fill(row.shape, tf.constant(float("nan"), tf.float64))
+        rows = _find(_table(shared, tf.float64, row.shape, "rows_reader"), slots, nan)
+        progress = progress_of()
+    return RingOps(
+        write=write, row=row, slots=slots, rows=rows, progress=progress,
+        has_step=global_step is not None, keyed_by_step=increment is not None,
+    )
 
 
 def _table(shared: str, value_dtype: tf.DType, row_shape: tf.TensorShape | None, name: str) -> tf.Tensor:
@@ -104,21 +158,46 @@ def _find(table: tf.Tensor, keys: tf.Tensor, default: tf.Tensor) -> tf.Tensor:
     return tf.raw_ops.LookupTableFindV2(table_handle=table, keys=keys, default_value=default)
 
 
-def global_step_after(graph: tf.Graph, global_step: str, train_op: tf.Operation, gated: bool) -> tf.Tensor:
-    """The global step after this iteration's update, as float64, read in the current control context.
-
-    `gated`: the read runs before the train op (the ring write is one of its inputs), so
-    when the train op is the increment (a v1 optimizer's ``minimize(global_step=...)``),
-    or an assignment, of the global step, its effect is added in the graph.
-    """
+def _read_step(graph: tf.Graph, global_step: str) -> tf.Tensor:
+    """The global step's current value, as int64."""
     op = graph.get_operation_by_name(global_step)
     if op.type == "VarHandleOp":
         value = tf.raw_ops.ReadVariableOp(resource=op.outputs[0], dtype=op.get_attr("dtype"))
     else:
         value = tf.identity(op.outputs[0])
-    if gated and train_op.inputs and train_op.inputs[0].op is op:
+    return value if value.dtype == tf.int64 else tf.cast(value, tf.int64)
+
+
+def _unit_increment(graph: tf.Graph, global_step: GlobalStep | None) -> tf.Tensor | None:
+    """The train op's increment (as int64) when the row can be keyed by the step: the train op is the
+    global step's increment by the constant one, and the row is written before it. Else None."""
+    if global_step is None or not global_step.gated:
+        return None
+    train_op = global_step.train_op
+    if train_op.type not in _INCREMENTS or len(train_op.inputs) < 2:
+        return None
+    if train_op.inputs[0].op is not graph.get_operation_by_name(global_step.name):
+        return None
+    increment = train_op.inputs[1]
+    if increment.op.type != "Const" or tf.get_static_value(increment) != 1:
+        return None
+    return increment if increment.dtype == tf.int64 else tf.cast(increment, tf.int64)
+
+
+def _step_after(graph: tf.Graph, global_step: GlobalStep, chain: _Chain) -> tf.Tensor:
+    """The global step after this iteration's update, as float64, read as the chain's next ops.
+
+    `gated`: the read runs before the train op (the ring write is one of its inputs), so
+    when the train op is the increment (a v1 optimizer's ``minimize(global_step=...)``),
+    or an assignment, of the global step, its effect is added in the graph.
+    """
+    value = chain.add(lambda: _read_step(graph, global_step.name))
+    train_op = global_step.train_op
+    if global_step.gated and train_op.inputs and train_op.inputs[0].op is graph.get_operation_by_name(global_step.name):
+        effect = train_op.inputs[1]
+        effect = effect if effect.dtype == tf.int64 else tf.cast(effect, tf.int64)
         if train_op.type in _INCREMENTS:
-            value = value + train_op.inputs[1]
+            value = chain.add(lambda: value + effect)
         elif train_op.type in _ASSIGNMENTS:
-            value = tf.identity(train_op.inputs[1])
-    return tf.cast(value, tf.float64)
+            value = chain.add(lambda: tf.identity(effect))
+    return chain.add(lambda: tf.cast(value, tf.float64))

@@ -192,6 +192,11 @@ def next_state(state: SessionState, event: SessionEvent) -> SessionState:
 
 _NOT_CACHED = object()
 _FED_ITERATION = object()  # an iteration whose feeds replace tensors the probes wait on
+_STEP_WRITE = object()  # not an iteration, but it writes the global step the ring's rows are keyed by
+# Ops that write a variable: one whose first input is the global step writes the step.
+_VARIABLE_WRITES = frozenset({
+    "Assign", "AssignVariableOp", "AssignAdd", "AssignAddVariableOp", "AssignSub", "AssignSubVariableOp",
+})
 
 
 class SessionProfiler:
@@ -248,7 +253,9 @@ class SessionProfiler:
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             self._disable(exc)
             return None
-        if not iteration:
+        if iteration is _STEP_WRITE:
+            plan = self._drain_then_run
+        elif not iteration:
             plan = None
         elif iteration is _FED_ITERATION:
             plan = self._recorder_for_session().run_unrecorded
@@ -265,6 +272,23 @@ class SessionProfiler:
             except TypeError:
                 pass
         return plan
+
+    def _drain_then_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        """A run that writes the global step (a checkpoint restored, the step set): the rows keyed by
+        the step so far are read first, since rows of a step that comes again would overwrite them."""
+        recorder = self._recorder
+        if recorder is None or recorder.closed:
+            return self._original_run(fetches, feed_dict, options, run_metadata)
+        try:
+            recorder.drain(wait=True)
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._disable(exc)
+        out = self._original_run(fetches, feed_dict, options, run_metadata)
+        try:
+            recorder.step_written()
+        except Exception as exc:  # noqa: BLE001
+            self._disable(exc)
+        return out
 
     def _recorder_for_session(self) -> Recorder:
         if self._recorder is None:
@@ -313,7 +337,8 @@ class SessionProfiler:
         the ring is drained; task_trace (FULL_TRACE) is not applied to callables.
         """
         plan = self._decide(fetches, feeds)
-        return self._recorder if plan is not None and self._state is not None and self._state.probes is not None else None
+        iteration = plan is not None and plan != self._drain_then_run
+        return self._recorder if iteration and self._state is not None and self._state.probes is not None else None
 
     def close(self) -> None:
         if self._recorder is not None:
@@ -339,8 +364,9 @@ class SessionProfiler:
             state.index = GraphIndex.from_graph(self._graph)
             state.index_version = self._graph.version
         known = [n for n in names if n in state.index]
-        if state.points.iteration_end not in state.index.ancestors(known):
-            return False
+        ancestors = state.index.ancestors(known)
+        if state.points.iteration_end not in ancestors:
+            return _STEP_WRITE if self._writes_keyed_step(ancestors) else False
         waited = state.probes.waited_ops if state.probes is not None else frozenset()
         fed_ops = {_op_name(self._graph, k) for k in (feed_dict or {})}
         clash = sorted(fed_ops & waited)
@@ -351,6 +377,18 @@ class SessionProfiler:
                 "what they say (a fed data input does not run; other fed ops still run, since the probes wait on them)"
             )
         return _FED_ITERATION if clash else True
+
+    def _writes_keyed_step(self, ops: set[str]) -> bool:
+        """Whether running `ops` writes the global step the ring's rows are keyed by."""
+        state = self._state
+        assert state is not None
+        if state.probes is None or not state.probes.ring.keyed_by_step:
+            return False
+        step = state.points.global_step
+        index = state.index
+        return any(
+            index.op_type(name) in _VARIABLE_WRITES and (index.inputs(name) or [""])[0].split(":")[0] == step for name in ops
+        )
 
     def _discover(self) -> bool:
         """Find trace points (and build probes) once the graph has a training step."""

@@ -1,0 +1,91 @@
+"""The in-graph ring's two keys: the global step (train op = the step's increment by one) and a counter.
+
+Each graph is read back through the raw records: every iteration has its row, with
+the run number and the global step after its update, whatever the key.
+"""
+from __future__ import annotations
+
+import json
+
+import tensorflow.compat.v1 as tf
+
+from npu_tf_profiling.config.session_proto import write_request
+from tests.models import dense, session_mlp
+from tests.trace_files import only_prof_dir, raw_records
+
+
+def _config(output) -> tf.ConfigProto:
+    config = tf.ConfigProto()
+    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on"}))
+    return config
+
+
+def _probe_types(graph: tf.Graph) -> set[str]:
+    return {op.type for op in graph.get_operations() if op.name.startswith("npu_tf_profiling_probes")}
+
+
+def _notes(output) -> list[str]:
+    return json.loads(next(only_prof_dir(output).glob("device_*/info.json")).read_text()).get("notes", [])
+
+
+def test_step_keyed_rows_follow_a_step_set_back(tmp_path) -> None:
+    """minimize(global_step=...): rows keyed by the step, no counter; a step set back mid-run
+    (a checkpoint restored, say) still gives every iteration its row and its step."""
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph)
+    with graph.as_default():
+        set_back = tf.assign(tf.train.get_global_step(), 2)
+    with tf.Session(graph=graph, config=_config(tmp_path)) as sess:
+        sess.run(init)
+        for _ in range(6):
+            sess.run(train_op)
+        sess.run(set_back)
+        for _ in range(4):
+            sess.run(train_op)
+    assert "MutableHashTableV2" not in _probe_types(graph)  # no counter table: the step is the key
+    records = raw_records(tmp_path)
+    assert [r["run"] for r in records] == list(range(1, 11))
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6, 3, 4, 5, 6]
+    assert not [n for n in _notes(tmp_path) if "not recorded" in n]
+
+
+def test_step_keyed_rows_of_a_step_that_starts_high(tmp_path) -> None:
+    """A session whose global step starts where a checkpoint left it: steps carry on from there."""
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph)
+    with graph.as_default():
+        restore = tf.assign(tf.train.get_global_step(), 1000)
+    with tf.Session(graph=graph, config=_config(tmp_path)) as sess:
+        sess.run(init)
+        sess.run(restore)
+        for _ in range(5):
+            sess.run(train_op)
+    assert [r["step"] for r in raw_records(tmp_path)] == [1001, 1002, 1003, 1004, 1005]
+
+
+def test_counter_keyed_rows_without_a_unit_increment(tmp_path) -> None:
+    """A train op that increments the step by 2, and one with no global step: a counter keys the rows."""
+    for name, increment in (("by_two", 2), ("no_step", None)):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensors([[1.0, 2.0]]).repeat()).get_next()
+            loss = tf.reduce_mean(tf.square(dense(x, 3, "layer", seed=3)))
+            update = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+            if increment is None:
+                train_op = update
+            else:
+                step = tf.train.get_or_create_global_step()
+                with tf.control_dependencies([update]):
+                    train_op = tf.assign_add(step, increment).op
+            init = tf.global_variables_initializer()
+        output = tmp_path / name
+        with tf.Session(graph=graph, config=_config(output)) as sess:
+            sess.run(init)
+            for _ in range(7):
+                sess.run(train_op)
+        assert "MutableHashTableV2" in _probe_types(graph)  # the counter's table
+        records = raw_records(output)
+        assert [r["run"] for r in records] == list(range(1, 8)), name
+        # By two: the iteration end found is the updates' group, and the increment waits on it, so each
+        # row holds the step its iteration started with.
+        assert [r["step"] for r in records] == ([None] * 7 if increment is None else [2 * i for i in range(7)]), name
