@@ -1,22 +1,24 @@
-"""Step-time overhead of profiling: paired sessions in one process, interleaved, against a plain-vs-plain noise floor.
+"""Step-time overhead of profiling: groups of identical sessions in one process, interleaved, against a plain-vs-plain noise floor.
 
-Every mode runs on its own copy of the graph in its own session; `none` runs PLAINS
-times (three identical plain sessions by default). The profiled modes are compared
-with the *median of the plain sessions* in the same round, and each plain session
-with the median of the others gives the noise floor: an overhead inside that spread
-is not a measured overhead.
+Every session has its own copy of the graph. Identical sessions of one graph differ
+by a few % for their whole life (TensorFlow's per-executor cost model and thread
+placement), so one session per mode would measure that offset, not the mode: each
+profiled mode runs --copies sessions and `none` runs twice as many, and a round
+compares the *median of a mode's sessions* with the median of the plain ones. The
+noise floor is the same comparison between the two halves of the plain sessions:
+an overhead inside it is not a measured overhead.
 
 Modes:
-  none              plain session (PLAINS copies)
+  none              plain session (2 x --copies copies)
   training_trace    this package's step trace (the sess.run / NpuOptimizer path)
   task_unscheduled  task_trace on, its window not reached (what unscheduled iterations pay)
   task_scheduled    task_trace on every iteration (FULL_TRACE + storing the raw step stats)
   full_trace        RunOptions(trace_level=FULL_TRACE) + RunMetadata on every step
-  tf_profiler       tf.profiler.experimental active while the steps run
+  tf_profiler       tf.profiler.experimental active while the steps run (one session: it is process-wide)
 
 Models:
-  mlp   20 dense + batch-norm blocks, Adam, batch 64 (about 4.6k ops; ~2.6 ms a step on 2 cores)
-  cnn   3 conv layers, Momentum, batch 32 (~3-13 ms a step)
+  mlp   20 dense + batch-norm blocks, Adam, batch 64 (about 4.6k ops; ~3 ms a step on 2 cores)
+  cnn   3 conv layers, Momentum, batch 32 (~19 ms a step)
   tiny  two small dense layers, SGD, batch 16 (~0.3 ms a step: per-step costs show most here)
 
 Two measurements per model:
@@ -26,9 +28,9 @@ Two measurements per model:
                 --first-steps steps interleaved step by step; the very first run (discovery,
                 probe wiring, TensorFlow's executor set-up) is reported on its own.
 
-Reported: overhead in % and in µs per step (median over rounds of the paired differences),
-with the plain-vs-plain spread. `--determinism` turns on op determinism for the whole
-process (every session), which measures the host-clock fallback of the step trace.
+Reported: overhead in % and in µs per step (median over rounds, with the rounds' quartiles),
+and the plain-vs-plain noise floor measured the same way. `--determinism` turns on op
+determinism for the whole process (every session), which measures the host-clock fallback.
 
 Usage:
     .venv/bin/python benchmarks/overhead.py [--models mlp,cnn,tiny] [--modes none,training_trace] [--rounds 20]
@@ -145,48 +147,60 @@ class Runner:
                 tf2.profiler.experimental.stop()
 
 
-def make_runners(model: str, modes: list[str], plains: int, output: str) -> list[Runner]:
+def make_runners(model: str, modes: list[str], copies: int, output: str) -> list[Runner]:
     runners = []
     for mode in modes:
-        copies = plains if mode == PLAIN else 1
-        runners.extend(Runner(model, mode, output, f"{mode}_{i}" if copies > 1 else mode) for i in range(copies))
+        count = 2 * copies if mode == PLAIN else (1 if mode == "tf_profiler" else copies)
+        runners.extend(Runner(model, mode, output, f"{mode}_{i}") for i in range(count))
     return runners
 
 
-def paired(values: dict[str, list[float]], label: str, plain_labels: list[str]) -> tuple[list[float], list[float]]:
-    """Per round: (ratio - 1, difference) of `label` against the median of the plain sessions (others than itself)."""
-    others = [p for p in plain_labels if p != label]
+def groups(runners: list[Runner]) -> dict[str, list[str]]:
+    """Session labels per group: each mode, and the plain sessions' two halves (the noise floor's sides)."""
+    by_mode: dict[str, list[str]] = {}
+    for runner in runners:
+        by_mode.setdefault(runner.mode, []).append(runner.label)
+    plain = by_mode[PLAIN]
+    return {**by_mode, "plain A": plain[: len(plain) // 2], "plain B": plain[len(plain) // 2:]}
+
+
+def paired(values: dict[str, list[float]], group: list[str], reference: list[str]) -> tuple[list[float], list[float]]:
+    """Per round: (ratio - 1, difference) of the group's median session against the reference's."""
     ratios, diffs = [], []
-    for i, value in enumerate(values[label]):
-        reference = statistics.median(values[p][i] for p in others)
-        ratios.append(value / reference - 1)
-        diffs.append(value - reference)
+    for i in range(len(values[group[0]])):
+        mine = statistics.median(values[label][i] for label in group)
+        theirs = statistics.median(values[label][i] for label in reference)
+        ratios.append(mine / theirs - 1)
+        diffs.append(mine - theirs)
     return ratios, diffs
 
 
+def _quartiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4)
+    return q[0], q[2]
+
+
 def report(title: str, values: dict[str, list[float]], runners: list[Runner]) -> None:
-    plain_labels = [r.label for r in runners if r.mode == PLAIN]
+    grouped = groups(runners)
     print(f"\n{title}")
-    print(f"{'session':<20}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   per-round (ms)")
-    floor = []
-    for runner in runners:
-        label = runner.label
-        rounds_text = " ".join(f"{v * 1e3:.2f}" for v in values[label][:12]) + (" ..." if len(values[label]) > 12 else "")
-        median = statistics.median(values[label]) * 1e3
-        if len(plain_labels) > 1 or runner.mode != PLAIN:
-            ratios, diffs = paired(values, label, plain_labels)
-            ratio, diff = statistics.median(ratios), statistics.median(diffs)
-            if runner.mode == PLAIN:
-                floor.append(ratio)
-            print(f"{label:<20}{median:>11.3f}{ratio * 100:>+9.2f}%{diff * 1e6:>+10.1f}   {rounds_text}")
-        else:
-            print(f"{label:<20}{median:>11.3f}{'':>10}{'':>10}   {rounds_text}")
-    if floor:
-        print(f"noise floor (each plain session vs the median of the others): {min(floor) * 100:+.2f}% .. {max(floor) * 100:+.2f}%")
+    print(f"{'group':<20}{'sessions':>9}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   rounds' quartiles (%)   per-session medians (ms)")
+    rows = [("plain A vs B", grouped["plain A"], grouped["plain B"])]
+    rows += [(mode, labels, grouped[PLAIN]) for mode, labels in grouped.items() if mode not in (PLAIN, "plain A", "plain B")]
+    for name, labels, reference in rows:
+        ratios, diffs = paired(values, labels, reference)
+        low, high = _quartiles(ratios)
+        median = statistics.median(statistics.median(values[label][i] for label in labels) for i in range(len(values[labels[0]])))
+        sessions = " ".join(f"{statistics.median(values[label]) * 1e3:.3f}" for label in labels)
+        print(f"{name:<20}{len(labels):>9}{median * 1e3:>11.3f}{statistics.median(ratios) * 100:>+9.2f}%"
+              f"{statistics.median(diffs) * 1e6:>+10.1f}   {low * 100:+6.2f} .. {high * 100:+6.2f}       {sessions}")
+    plain_sessions = " ".join(f"{statistics.median(values[label]) * 1e3:.3f}" for label in grouped[PLAIN])
+    print(f"plain sessions' medians (ms): {plain_sessions}")
 
 
 def steady_state(model: str, modes: list[str], args: argparse.Namespace, output: str) -> None:
-    runners = make_runners(model, modes, args.plains, output)
+    runners = make_runners(model, modes, args.copies, output)
     for runner in runners:
         runner.steps(args.warmup)
     values: dict[str, list[float]] = {r.label: [] for r in runners}
@@ -205,10 +219,10 @@ def steady_state(model: str, modes: list[str], args: argparse.Namespace, output:
 def first_steps(model: str, modes: list[str], args: argparse.Namespace, output: str) -> None:
     ours = [m for m in modes if m in OUR_OPTIONS or m == PLAIN]
     first: dict[str, list[float]] = {}
-    totals: dict[str, list[float]] = {}
+    means: dict[str, list[float]] = {}
     runners: list[Runner] = []
     for repeat in range(args.fresh):
-        runners = make_runners(model, ours, args.plains, os.path.join(output, f"fresh_{repeat}"))
+        runners = make_runners(model, ours, args.copies, os.path.join(output, f"fresh_{repeat}"))
         order = list(runners)
         rng = random.Random(repeat)
         sums = {r.label: 0.0 for r in runners}
@@ -217,23 +231,23 @@ def first_steps(model: str, modes: list[str], args: argparse.Namespace, output: 
             for runner in order:
                 took = runner.step()
                 if index == 0:
-                    first.setdefault(runner.label, []).append(took)
+                    first.setdefault(runner.mode, []).append(took)
                 else:
                     sums[runner.label] += took / args.first_steps
         for runner in runners:
-            totals.setdefault(runner.label, []).append(sums[runner.label])
+            means.setdefault(runner.label, []).append(sums[runner.label])
             runner.session.close()
     report(f"## {model}: steps 2..{args.first_steps + 1} of a fresh session (mean step; one value per fresh set, "
-           f"{args.fresh} sets)", totals, runners)
-    print("first run of a fresh session (discovery, probe wiring, executor set-up), ms: "
-          + ", ".join(f"{label} {statistics.median(v) * 1e3:.1f}" for label, v in first.items()))
+           f"{args.fresh} sets of {args.copies} sessions per mode)", means, runners)
+    print("first run of a fresh session (discovery, probe wiring, executor set-up), median ms: "
+          + ", ".join(f"{mode} {statistics.median(v) * 1e3:.1f}" for mode, v in first.items()))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="mlp,cnn,tiny")
     parser.add_argument("--modes", default="none,training_trace")
-    parser.add_argument("--plains", type=int, default=3, help="identical plain sessions (the noise floor needs >= 3)")
+    parser.add_argument("--copies", type=int, default=3, help="sessions per profiled mode (plain: twice as many)")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--steps", type=int, default=50)
     # TensorFlow's executor treats every kernel as expensive (dispatched to the thread

@@ -28,13 +28,14 @@ def _notes(output) -> list[str]:
     return json.loads(next(only_prof_dir(output).glob("device_*/info.json")).read_text()).get("notes", [])
 
 
-def test_step_keyed_rows_follow_a_step_set_back(tmp_path) -> None:
+def test_step_keyed_rows_follow_a_step_set_back_or_forward(tmp_path) -> None:
     """minimize(global_step=...): rows keyed by the step, no counter; a step set back mid-run
-    (a checkpoint restored, say) still gives every iteration its row and its step."""
+    (a checkpoint restored, say) or forward still gives every iteration its row and its step."""
     graph = tf.Graph()
     train_op, _, init, _ = session_mlp(graph)
     with graph.as_default():
         set_back = tf.assign(tf.train.get_global_step(), 2)
+        set_forward = tf.assign(tf.train.get_global_step(), 100)
     with tf.Session(graph=graph, config=_config(tmp_path)) as sess:
         sess.run(init)
         for _ in range(6):
@@ -42,10 +43,13 @@ def test_step_keyed_rows_follow_a_step_set_back(tmp_path) -> None:
         sess.run(set_back)
         for _ in range(4):
             sess.run(train_op)
+        sess.run(set_forward)
+        for _ in range(3):
+            sess.run(train_op)
     assert "MutableHashTableV2" not in _probe_types(graph)  # no counter table: the step is the key
     records = raw_records(tmp_path)
-    assert [r["run"] for r in records] == list(range(1, 11))
-    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6, 3, 4, 5, 6]
+    assert [r["run"] for r in records] == list(range(1, 14))
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5, 6, 3, 4, 5, 6, 101, 102, 103]
     assert not [n for n in _notes(tmp_path) if "not recorded" in n]
 
 

@@ -33,13 +33,14 @@ import weakref
 from typing import Any, Callable, Protocol
 
 import numpy as np
+from tensorflow.core.protobuf import config_pb2
 
 from npu_tf_profiling.config.schedule import ScheduleAction
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, encode_frame
 from npu_tf_profiling.runtime.collection import Collection
 from npu_tf_profiling.runtime.probes import GraphProbes
 from npu_tf_profiling.runtime.profiling_run import before_exit_reports
-from npu_tf_profiling.runtime.ring import RING_ROWS
+from npu_tf_profiling.runtime.ring import RING_ROWS, RingOps
 from npu_tf_profiling.runtime.task_capture import RawRunMetadata, full_trace_options
 
 DRAIN_INTERVAL_S = 0.5
@@ -70,9 +71,11 @@ class GraphRecording(Protocol):
 class Recorder:
     """Records one session's iterations of one graph (see the module docstring)."""
 
-    def __init__(self, session_run: Callable[..., Any], graph: Any, state: GraphRecording, source: Source,
-                 on_error: Callable[[BaseException], None]) -> None:
+    def __init__(self, session_run: Callable[..., Any], make_callable: Callable[[Any], Callable[..., Any]], graph: Any,
+                 state: GraphRecording, source: Source, on_error: Callable[[BaseException], None]) -> None:
         self._run = session_run
+        self._make_callable = make_callable  # the session's own `_make_callable_from_options`
+        self._reads: _RingReads | None = None
         self._graph = graph
         self._state = state
         self._source = source
@@ -102,6 +105,12 @@ class Recorder:
             # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
             # drain now, before this session's first iteration, not in the middle of training.
             self._guarded(lambda: self._read_ring(0))  # reads nothing: no row of this session is written yet
+
+    @property
+    def _ring_reads(self) -> "_RingReads":
+        if self._reads is None:
+            self._reads = _RingReads(self._make_callable, self._probes.ring)
+        return self._reads
 
     # ----- the per-run path -----------------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
@@ -261,11 +270,11 @@ class Recorder:
         ring = self._probes.ring
         if ring.keyed_by_step:
             keys, seqs = self._step_keys(through)
-            rows = self._run(ring.rows, {ring.slots: keys % RING_ROWS})
+            _, rows = self._ring_reads.rows(keys % RING_ROWS)
         else:
             keys = seqs = self._counter_keys(through)
-            count, rows = self._run([ring.progress, ring.rows], {ring.slots: keys % RING_ROWS})
-            self.issued = max(self.issued, int(count))  # the graph's count also tells of runs made without this wrapper
+            count, rows = self._ring_reads.rows(keys % RING_ROWS)
+            self.issued = max(self.issued, count)  # the graph's count also tells of runs made without this wrapper
         whole = rows[:, 0] == keys  # an absent row reads as NaN; an older lap's row has an older key
         if not whole.any():
             return np.empty((0, rows.shape[1] + (1 if ring.keyed_by_step else 0)))
@@ -283,7 +292,7 @@ class Recorder:
         """The script has just set the global step (every row before was read): later rows follow its new value."""
         if not self.closed and self._probes is not None and self._probes.ring.keyed_by_step:
             with self._draining:
-                self._key_done = int(self._run(self._probes.ring.progress))
+                self._key_done = self._ring_reads.progress()
 
     def _counter_keys(self, through: int) -> np.ndarray:
         """The counter values (run numbers) after the last drained one up to `through`, at most RING_ROWS."""
@@ -296,7 +305,7 @@ class Recorder:
         (`through` minus the drained ones) bound how far back to look: that also covers
         the first drain, and a step the script set back (a checkpoint restored mid-run).
         """
-        step = int(self._run(self._probes.ring.progress))
+        step = self._ring_reads.progress()
         pending = max(through - self._seq_done, 0)
         known = self._key_done is not None and step - pending <= self._key_done <= step
         origin = self._key_done if known else step - pending
@@ -358,6 +367,24 @@ class Recorder:
             self._guarded(lambda: self.drain(wait=True))
             self.closed = True
             _LIVE.discard(self)
+
+
+class _RingReads:
+    """A drain's reads, as session callables: made once, they skip the fetch and feed handling
+    `Session.run` does in Python on every call (most of a drain's cost otherwise)."""
+
+    def __init__(self, make_callable: Callable[[Any], Callable[..., Any]], ring: RingOps) -> None:
+        self._progress = make_callable(config_pb2.CallableOptions(fetch=[ring.progress.name]))
+        self._rows = make_callable(config_pb2.CallableOptions(feed=[ring.slots.name], fetch=[ring.progress.name, ring.rows.name]))
+
+    def progress(self) -> int:
+        """The ring's progress now (the global step, or the counter)."""
+        return int(self._progress()[0])
+
+    def rows(self, slots: np.ndarray) -> tuple[int, np.ndarray]:
+        """(the progress, the rows at `slots`), read in one run."""
+        progress, rows = self._rows(slots)
+        return int(progress), rows
 
 
 _LIVE: "weakref.WeakSet[Recorder]" = weakref.WeakSet()

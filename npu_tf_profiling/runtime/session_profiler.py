@@ -293,7 +293,9 @@ class SessionProfiler:
     def _recorder_for_session(self) -> Recorder:
         if self._recorder is None:
             assert self._state is not None
-            self._recorder = Recorder(self._original_run, self._graph, self._state, self._source, self._disable)
+            self._recorder = Recorder(
+                self._original_run, self._original_make_callable_from_options, self._graph, self._state, self._source, self._disable
+            )
         return self._recorder
 
     def make_callable(self, fetches: Any, feed_list: Any = None, accept_options: bool = False) -> Any:
