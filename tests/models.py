@@ -1,8 +1,12 @@
 """Small real models the runtime tests train: fast on 2 CPU cores, but real TensorFlow graphs."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import tensorflow.compat.v1 as tf
+
+from npu_tf_profiling.config.session_proto import write_request
 
 FEATURES = 16
 CLASSES = 4
@@ -84,3 +88,13 @@ def session_mlp(graph: tf.Graph, batch: int = 32, sleep_s: float = 0.0, extra_fl
         summary = tf.summary.scalar("loss", loss)
         init = tf.global_variables_initializer()
     return train_op, loss, init, summary
+
+
+def profiling_config(output, single_thread: bool = True, **extra) -> tf.ConfigProto:
+    """A session ConfigProto asking for training_trace into `output` (NpuOptimizer path), plus `extra` options.
+
+    `single_thread`: one inter-op and one intra-op thread, so step timings are reproducible.
+    """
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1) if single_thread else tf.ConfigProto()
+    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on", **extra}))
+    return config

@@ -5,15 +5,8 @@ import json
 
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.config.session_proto import write_request
-from tests.models import session_mlp
+from tests.models import profiling_config, session_mlp
 from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
-
-
-def profiling_config(output) -> tf.ConfigProto:
-    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
-    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on"}))
-    return config
 
 
 def test_identical_graphs_in_two_sessions_get_their_own_model_ids(tmp_path) -> None:

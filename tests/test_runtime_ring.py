@@ -9,15 +9,8 @@ import json
 
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.config.session_proto import write_request
-from tests.models import dense, session_mlp
+from tests.models import dense, profiling_config, session_mlp
 from tests.trace_files import only_prof_dir, raw_records
-
-
-def _config(output) -> tf.ConfigProto:
-    config = tf.ConfigProto()
-    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on"}))
-    return config
 
 
 def _probe_types(graph: tf.Graph) -> set[str]:
@@ -36,7 +29,7 @@ def test_step_keyed_rows_follow_a_step_set_back_or_forward(tmp_path) -> None:
     with graph.as_default():
         set_back = tf.assign(tf.train.get_global_step(), 2)
         set_forward = tf.assign(tf.train.get_global_step(), 100)
-    with tf.Session(graph=graph, config=_config(tmp_path)) as sess:
+    with tf.Session(graph=graph, config=profiling_config(tmp_path, single_thread=False)) as sess:
         sess.run(init)
         for _ in range(6):
             sess.run(train_op)
@@ -59,7 +52,7 @@ def test_step_keyed_rows_of_a_step_that_starts_high(tmp_path) -> None:
     train_op, _, init, _ = session_mlp(graph)
     with graph.as_default():
         restore = tf.assign(tf.train.get_global_step(), 1000)
-    with tf.Session(graph=graph, config=_config(tmp_path)) as sess:
+    with tf.Session(graph=graph, config=profiling_config(tmp_path, single_thread=False)) as sess:
         sess.run(init)
         sess.run(restore)
         for _ in range(5):
@@ -83,7 +76,7 @@ def test_counter_keyed_rows_without_a_unit_increment(tmp_path) -> None:
                     train_op = tf.assign_add(step, increment).op
             init = tf.global_variables_initializer()
         output = tmp_path / name
-        with tf.Session(graph=graph, config=_config(output)) as sess:
+        with tf.Session(graph=graph, config=profiling_config(output, single_thread=False)) as sess:
             sess.run(init)
             for _ in range(7):
                 sess.run(train_op)

@@ -2,22 +2,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config import ProfilingOptionsError
-from npu_tf_profiling.config.session_proto import write_request
-from tests.models import dense, session_mlp
+from tests.models import dense, profiling_config, session_mlp
 from tests.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, raw_records, step_trace_rows
-
-
-def profiling_config(output: Path, **extra: str) -> tf.ConfigProto:
-    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
-    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on", **extra}))
-    return config
 
 
 def test_n_iterations_give_n_rows_with_exact_formulas(tmp_path) -> None:

@@ -8,16 +8,9 @@ import warnings
 import pytest
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.graph_points import TracePointsError, find_trace_points
-from tests.models import session_mlp
+from tests.models import profiling_config, session_mlp
 from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
-
-
-def profiling_config(output, **extra: str) -> tf.ConfigProto:
-    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
-    write_request(config, True, json.dumps({"output": str(output), "training_trace": "on", **extra}))
-    return config
 
 
 def info_of(output) -> dict:
