@@ -86,3 +86,36 @@ def test_counter_keyed_rows_without_a_unit_increment(tmp_path) -> None:
         # By two: the iteration end found is the updates' group, and the increment waits on it, so each
         # row holds the step its iteration started with.
         assert [r["step"] for r in records] == ([None] * 7 if increment is None else [2 * i for i in range(7)]), name
+
+
+def _descendants(op: tf.Operation) -> set[str]:
+    """The names of the ops that wait on `op`, transitively (data and control edges)."""
+    seen: set[str] = set()
+    stack = [op]
+    while stack:
+        item = stack.pop()
+        for consumer in [c for t in item.outputs for c in t.consumers()] + list(item._control_outputs):
+            if consumer.name not in seen:
+                seen.add(consumer.name)
+                stack.append(consumer)
+    return seen
+
+
+def test_step_keyed_row_tail_is_the_pack_and_the_insert(tmp_path) -> None:
+    """Keyed by the step, what the key needs (the step read, the slot, the table handle) is made at the start
+    of the step: only the row's pack and its insert wait on the iteration end stamp before the train op,
+    and the step read waits on nothing of the step (it still reads the step before the increment: the
+    increment waits on the insert, which uses the key)."""
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path, single_thread=False)) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(train_op)
+    probes = [op for op in graph.get_operations() if op.name.startswith("npu_tf_profiling_probes")]
+    end = next(op for op in probes if op.type == "Timestamp" and op.name.endswith("iteration_end"))
+    tail = _descendants(end) - {train_op.name} - _descendants(train_op)
+    assert sorted(graph.get_operation_by_name(n).type for n in tail) == ["LookupTableInsertV2", "Pack"]
+    step_read = next(op for op in probes if op.type == "ReadVariableOp" and op.inputs[0].op.name == "global_step")
+    assert not step_read.control_inputs
+    assert [r["step"] for r in raw_records(tmp_path)] == [1, 2, 3]

@@ -30,12 +30,21 @@ The row is written just before the train op runs. The iteration end stamp comes
 first, when everything the train op waits on has finished, so the row's own ops
 (a few µs) are not counted in the model's iteration; then the row is made and
 written, and the train op's own kernel (an optimizer's global step increment, or
-the NoOp that groups the updates) follows. The global step is read just before
-the train op and, when
-the train op is the increment (or an assignment) of it, its effect is added, so
+the NoOp that groups the updates) follows. When the train op is the increment
+(or an assignment) of the global step, its effect is added to the value read, so
 the row holds the step *after* the update.
 
-Every op of the row waits on the one before it (`_Chain`): each is then the only
+Only the end stamp, the row's pack and its insert are on the step's tail. Where
+the row is keyed by the step, what the key needs (the step, read before this
+run's increment, the slot, and the table's handle) is made at the *start* of the
+step instead, as a chain hanging off the step variable, while the executor mostly
+waits for the input pipeline: on the tiny benchmark model this took the cost per
+step from +21..+33 µs to +13..+16 µs (see benchmarks/RESULTS.md). The counter's
+read-add-write stays on the tail: done early, a run that then fails (the end of
+the data) would take a run number and write no row, which would read as a lost
+iteration.
+
+Every op of a chain waits on the one before it (`_Chain`): each is then the only
 op its predecessor makes ready, so TensorFlow's executor runs the whole chain
 inline on one thread, even in a session's first ~100 runs, when it still treats
 every kernel as expensive and hands an op that becomes ready next to another
@@ -105,30 +114,34 @@ def build_ring(
     """
     graph = tf.compat.v1.get_default_graph()
     shared = graph.unique_name("ring")
-    end = end_stamp(before_end)  # first: the row's own ops are not the model's iteration
-    chain = _Chain([end.op])  # no op here is a root node: none starts with the step
-    increment = _unit_increment(graph, global_step)
-    if increment is not None:
-        step = chain.add(lambda: _read_step(graph, global_step.name))
-        key = chain.add(lambda: step + increment)
+    keyed_by_step = _is_unit_increment(graph, global_step)
+    carries_step = global_step is not None and not keyed_by_step  # the row holds the step next to its counter key
+    row_shape = tf.TensorShape([int(carries_step) + len(stamps) + 2])
+    if keyed_by_step:
+        with tf.control_dependencies(None):  # the start of the step: it waits on the step variable alone
+            early = _Chain([])
+            step = early.add(lambda: _read_step(graph, global_step.name))
+            one = early.add(lambda: tf.constant(1, tf.int64, name="one"))  # the train op's increment (checked)
+            key = early.add(lambda: tf.add(step, one, name="step_after"))
+            slot, key_value, table = _slot_key_table(early, key, shared, row_shape)
+        end = end_stamp(before_end)
+        chain = _Chain([end.op])
         head: list[tf.Tensor] = []
         progress_of = lambda: _read_step(graph, global_step.name)  # noqa: E731 - the reader's own read
     else:
+        end = end_stamp(before_end)  # first: the row's own ops are not the model's iteration
+        chain = _Chain([end.op])  # no op here is a root node: none starts with the step
         zero = chain.add(lambda: tf.constant(0, tf.int64, name="counter_key"))
         counter = chain.add(lambda: _table(shared + "_counter", tf.int64, None, "counter"))
         done = chain.add(lambda: tf.raw_ops.LookupTableFindV2(table_handle=counter, keys=zero, default_value=zero))
         one = chain.add(lambda: tf.constant(1, tf.int64, name="one"))
         key = chain.add(lambda: tf.add(done, one, name="seq"))
         chain.add(lambda: tf.raw_ops.LookupTableInsertV2(table_handle=counter, keys=zero, values=key, name="count"))
-        head = [] if global_step is None else [_step_after(graph, global_step, chain)]
+        head = [_step_after(graph, global_step, chain)] if carries_step else []
         progress_of = lambda: _find(  # noqa: E731
             _table(shared + "_counter", tf.int64, None, "counter_reader"), tf.constant(0, tf.int64), tf.constant(0, tf.int64)
         )
-    rows_in_ring = chain.add(lambda: tf.constant(RING_ROWS, tf.int64, name="ring_rows"))
-    slot = chain.add(lambda: tf.math.floormod(key, rows_in_ring, name="slot"))
-    key_value = chain.add(lambda: tf.cast(key, tf.float64, name="key"))
-    row_shape = tf.TensorShape([len(head) + len(stamps) + 2])
-    table = chain.add(lambda: _table(shared, tf.float64, row_shape, "rows_writer"))
+        slot, key_value, table = _slot_key_table(chain, key, shared, row_shape)
     row = chain.add(lambda: tf.stack([key_value] + head + stamps + [end], name="row"))
     write = tf.raw_ops.LookupTableInsertV2(table_handle=table, keys=slot, values=row, name="write")
     with tf.control_dependencies(None):  # the reader's handles wait on nothing: a drain runs no step
@@ -138,8 +151,17 @@ def build_ring(
         progress = progress_of()
     return RingOps(
         write=write, row=row, slots=slots, rows=rows, progress=progress,
-        has_step=global_step is not None, keyed_by_step=increment is not None,
+        has_step=global_step is not None, keyed_by_step=keyed_by_step,
     )
+
+
+def _slot_key_table(chain: _Chain, key: tf.Tensor, shared: str, row_shape: tf.TensorShape) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The row's slot (``key mod RING_ROWS``), the key as the row's first value, and the rows table's handle."""
+    rows_in_ring = chain.add(lambda: tf.constant(RING_ROWS, tf.int64, name="ring_rows"))
+    slot = chain.add(lambda: tf.math.floormod(key, rows_in_ring, name="slot"))
+    key_value = chain.add(lambda: tf.cast(key, tf.float64, name="key"))
+    table = chain.add(lambda: _table(shared, tf.float64, row_shape, "rows_writer"))
+    return slot, key_value, table
 
 
 def _table(shared: str, value_dtype: tf.DType, row_shape: tf.TensorShape | None, name: str) -> tf.Tensor:
@@ -168,20 +190,18 @@ def _read_step(graph: tf.Graph, global_step: str) -> tf.Tensor:
     return value if value.dtype == tf.int64 else tf.cast(value, tf.int64)
 
 
-def _unit_increment(graph: tf.Graph, global_step: GlobalStep | None) -> tf.Tensor | None:
-    """The train op's increment (as int64) when the row can be keyed by the step: the train op is the
-    global step's increment by the constant one, and the row is written before it. Else None."""
+def _is_unit_increment(graph: tf.Graph, global_step: GlobalStep | None) -> bool:
+    """Whether the row can be keyed by the step: the train op is the global step's increment by
+    the constant one, and the row is written before it."""
     if global_step is None or not global_step.gated:
-        return None
+        return False
     train_op = global_step.train_op
     if train_op.type not in _INCREMENTS or len(train_op.inputs) < 2:
-        return None
+        return False
     if train_op.inputs[0].op is not graph.get_operation_by_name(global_step.name):
-        return None
+        return False
     increment = train_op.inputs[1]
-    if increment.op.type != "Const" or tf.get_static_value(increment) != 1:
-        return None
-    return increment if increment.dtype == tf.int64 else tf.cast(increment, tf.int64)
+    return increment.op.type == "Const" and tf.get_static_value(increment) == 1
 
 
 def _step_after(graph: tf.Graph, global_step: GlobalStep, chain: _Chain) -> tf.Tensor:
