@@ -29,7 +29,10 @@ Two measurements per model:
                 probe wiring, TensorFlow's executor set-up) is reported on its own.
 
 Reported: overhead in % and in µs per step (median over rounds, with the rounds' quartiles),
-and the plain-vs-plain noise floor measured the same way. `--determinism` turns on op
+and the plain-vs-plain noise floor measured the same way. The ring's reads (one background
+thread per process drains every profiled session each 0.5 s) run while *any* session steps,
+so the paired figures spread their cost over plain sessions too: it is reported on its own,
+as the time per drain and the share of a core that one drain per 0.5 s per session takes. `--determinism` turns on op
 determinism for the whole process (every session), which measures the host-clock fallback.
 
 Usage:
@@ -38,9 +41,11 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -52,8 +57,14 @@ import numpy as np  # noqa: E402
 import tensorflow as tf2  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
+# The profiled sessions' output, removed at exit *after* the package's own exit handler (registered
+# when it is imported below; atexit runs last-registered first) has written its reports there.
+OUTPUT_ROOT = tempfile.mkdtemp(prefix="npu_tf_profiling_bench_")
+atexit.register(shutil.rmtree, OUTPUT_ROOT, ignore_errors=True)
+
 import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
 from npu_tf_profiling.config.session_proto import write_request  # noqa: E402
+from npu_tf_profiling.runtime.recorder import DRAIN_INTERVAL_S, Recorder  # noqa: E402
 
 MODES = ("none", "training_trace", "task_unscheduled", "task_scheduled", "full_trace", "tf_profiler")
 PLAIN = "none"
@@ -107,6 +118,32 @@ def build_tiny(graph: tf.Graph) -> tf.Operation:
 
 
 BUILDERS = {"mlp": build_mlp, "cnn": build_cnn, "tiny": build_tiny}
+
+
+class DrainClock:
+    """Times every drain of the ring (the reader thread's and the training thread's) while installed."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.drains = 0
+        self._original = Recorder._drain_locked
+
+    def __enter__(self) -> "DrainClock":
+        original = self._original
+
+        def timed(recorder: Recorder, probes: object) -> None:
+            start = time.perf_counter()
+            try:
+                original(recorder, probes)
+            finally:
+                self.seconds += time.perf_counter() - start
+                self.drains += 1
+
+        Recorder._drain_locked = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Recorder._drain_locked = self._original
 
 
 class Runner:
@@ -201,19 +238,25 @@ def report(title: str, values: dict[str, list[float]], runners: list[Runner]) ->
 
 def steady_state(model: str, modes: list[str], args: argparse.Namespace, output: str) -> None:
     runners = make_runners(model, modes, args.copies, output)
-    for runner in runners:
-        runner.steps(args.warmup)
-    values: dict[str, list[float]] = {r.label: [] for r in runners}
-    order = list(runners)
-    rng = random.Random(0)
-    for _ in range(args.rounds):
-        rng.shuffle(order)
-        for runner in order:
-            values[runner.label].append(statistics.median(runner.steps(args.steps)))
+    with DrainClock() as drains:
+        for runner in runners:
+            runner.steps(args.warmup)
+        values: dict[str, list[float]] = {r.label: [] for r in runners}
+        order = list(runners)
+        rng = random.Random(0)
+        for _ in range(args.rounds):
+            rng.shuffle(order)
+            for runner in order:
+                values[runner.label].append(statistics.median(runner.steps(args.steps)))
     for runner in runners:
         runner.session.close()
     report(f"## {model}: steady state ({runners[0].ops} ops in the plain graph), "
            f"{args.rounds} rounds x {args.steps} steps after {args.warmup} warm-up steps", values, runners)
+    if drains.drains:
+        per_drain = drains.seconds / drains.drains
+        print(f"ring reads: {drains.drains} drains, {per_drain * 1e3:.2f} ms each on average; at one per "
+              f"{DRAIN_INTERVAL_S} s per session (the reader thread), {per_drain / DRAIN_INTERVAL_S * 100:.2f}% of one "
+              "core per profiled session, beside its steps")
 
 
 def first_steps(model: str, modes: list[str], args: argparse.Namespace, output: str) -> None:
@@ -267,10 +310,10 @@ def main() -> int:
     print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPUs, python {sys.version.split()[0]}, "
           f"load average {load:.2f}, op determinism {'on' if args.determinism else 'off'}")
     for model in args.models.split(","):
-        with tempfile.TemporaryDirectory(prefix="npu_tf_profiling_bench_") as output:  # task_trace writes ~1 MB/step
-            steady_state(model, modes, args, output)
-            if args.fresh:
-                first_steps(model, modes, args, output)
+        output = os.path.join(OUTPUT_ROOT, model)  # task_trace writes ~1 MB a step: a few GB per model at most
+        steady_state(model, modes, args, output)
+        if args.fresh:
+            first_steps(model, modes, args, output)
     return 0
 
 
