@@ -251,3 +251,16 @@ def test_a_run_feeding_the_data_input_reads_no_batch(tmp_path) -> None:
         sess.run(train_op, {x: [5.0]})  # the script's own data: no batch read
         assert sess.run(x).tolist() == [1.0]
     assert [r["run"] for r in raw_records(tmp_path)] == [1]  # an iteration (it counts), but its GetNext times mean nothing
+
+
+def test_first_iteration_is_read_at_once_even_when_a_reader_turn_came_during_it(tmp_path) -> None:
+    """The first iteration's row is on disk when its run returns (so the global step is known from the start),
+    even when the background reader's turn came while that row was in flight and found nothing: a batch that
+    takes 0.7 s to read makes the first run outlast a reader turn (one each 0.5 s)."""
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph, sleep_s=0.7)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        sess.run(train_op)
+        first = raw_records(tmp_path)
+    assert [(r["run"], r["step"]) for r in first] == [(1, 1)]

@@ -195,8 +195,11 @@ class Recorder:
 
     def _checkpoint(self) -> None:
         """After a checked run: drain when the ring must be read now, and decide which run is checked next."""
-        if self._runs_at_drain == 0 or self.issued - self._runs_at_drain >= DRAIN_EVERY_RUNS:
-            self.drain()
+        # Until a row has been read, a checked run reads at once, waiting out a reader turn under way: that
+        # turn may have come while this run's row was in flight, and found nothing.
+        first = self._seq_done == 0
+        if first or self.issued - self._runs_at_drain >= DRAIN_EVERY_RUNS:
+            self.drain(wait=first)
         self._schedule_checks()
 
     def _schedule_checks(self) -> None:
