@@ -38,8 +38,9 @@ Only the end stamp, the row's pack and its insert are on the step's tail. Where
 the row is keyed by the step, what the key needs (the step, read before this
 run's increment, the slot, and the table's handle) is made at the *start* of the
 step instead, as a chain hanging off the step variable, while the executor mostly
-waits for the input pipeline: on the tiny benchmark model this took the cost per
-step from +21..+33 µs to +13..+16 µs (see benchmarks/RESULTS.md). The counter's
+waits for the input pipeline: on the tiny benchmark model, measured ad hoc in one
+process with both forms, the cost per step went from +20..+31 µs to +16..+22 µs
+(benchmarks/RESULTS.md). The counter's
 read-add-write stays on the tail: done early, a run that then fails (the end of
 the data) would take a run number and write no row, which would read as a lost
 iteration.
