@@ -22,14 +22,26 @@ Models (bench_models.py):
   tiny  two small dense layers, SGD, batch 16 (~0.3 ms a step: per-step costs show most here)
 
 Two measurements per model:
-  steady state  --warmup steps first; then --rounds rounds, each running every session for
-                --steps steps in a shuffled order; a session's round value is its median step.
+  steady state  --warmup steps first; then --rounds rounds of *adjacent pairs*. In a round every
+                session of a profiled mode is paired with a plain session drawn at random, and
+                every session of the plain half A with one of half B (the noise floor). The pairs
+                run in a shuffled order, each pair's two visits back to back in a random order;
+                a visit is --steps steps (default per model: STEPS_PER_VISIT). A pair gives one
+                sample: mine / theirs - 1 of the two visits' median steps.
   first steps   --fresh times: new graphs and sessions for every mode, then their first
                 --first-steps steps interleaved step by step; the very first run (discovery,
                 probe wiring, TensorFlow's executor set-up) is reported on its own.
 
-Reported: overhead in % and in µs per step (median over rounds, with the rounds' quartiles),
-and the plain-vs-plain noise floor measured the same way. The ring's reads (one background
+Why pairs: this machine's speed drifts by several % within a few hundred ms (measured: a
+lone CNN session's step times are correlated up to ~5 steps apart, and its medians of 10
+steps spread by 8%). Two visits run back to back share most of that drift and their ratio
+cancels it, where comparing whole rounds compares visits seconds apart. The sessions'
+lifelong offsets (above) are averaged over the sessions only: hence several per mode.
+
+Reported: overhead in % and in µs per step, the median over a mode's pairs with its 95%
+confidence interval (from the pairs' order statistics: it covers the drift, not the
+sessions' offsets), and the plain-vs-plain noise floor measured the same way, which has
+both. The ring's reads (one background
 thread per process drains every profiled session each 0.5 s) run while *any* session steps,
 so the paired figures spread their cost over plain sessions too: it is reported on its own,
 per drain (wall time, and CPU time of the draining thread) and as the share of a core that
@@ -37,7 +49,7 @@ one drain per 0.5 s per session takes. `--determinism` turns on op
 determinism for the whole process (every session), which measures the host-clock fallback.
 
 Usage:
-    .venv/bin/python benchmarks/overhead.py [--models mlp,cnn,tiny] [--modes none,training_trace] [--rounds 20]
+    .venv/bin/python benchmarks/overhead.py [--models mlp,cnn,tiny] [--modes none,training_trace] [--copies 3] [--rounds 300]
 """
 from __future__ import annotations
 
@@ -66,6 +78,11 @@ import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
 from bench_models import BUILDERS  # noqa: E402
 from npu_tf_profiling.config.session_proto import write_request  # noqa: E402
 from npu_tf_profiling.runtime.recorder import DRAIN_INTERVAL_S, Recorder  # noqa: E402
+
+# Steps a steady-state visit runs, per model: a few ms or more, so that a visit is not dominated by
+# the cold caches of a session switch, and well under the machine's drift time (~100 ms).
+STEPS_PER_VISIT = {"tiny": 20, "mlp": 5, "cnn": 1}
+FLOOR = "plain A vs B"
 
 MODES = ("none", "training_trace", "task_unscheduled", "task_scheduled", "full_trace", "tf_profiler")
 PLAIN = "none"
@@ -116,6 +133,7 @@ class Runner:
     def __init__(self, model: str, mode: str, output: str, label: str) -> None:
         self.mode = mode
         self.label = label
+        self.visits: list[float] = []  # the median step of each steady-state visit
         self.graph = tf.Graph()
         self.train_op = BUILDERS[model](self.graph)
         with self.graph.as_default():
@@ -187,7 +205,7 @@ def report(title: str, values: dict[str, list[float]], runners: list[Runner]) ->
     grouped = groups(runners)
     print(f"\n{title}")
     print(f"{'group':<20}{'sessions':>9}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   rounds' quartiles (%)   per-session medians (ms)")
-    rows = [("plain A vs B", grouped["plain A"], grouped["plain B"])]
+    rows = [(FLOOR, grouped["plain A"], grouped["plain B"])]
     rows += [(mode, labels, grouped[PLAIN]) for mode, labels in grouped.items() if mode not in (PLAIN, "plain A", "plain B")]
     for name, labels, reference in rows:
         ratios, diffs = paired(values, labels, reference)
@@ -200,22 +218,66 @@ def report(title: str, values: dict[str, list[float]], runners: list[Runner]) ->
     print(f"plain sessions' medians (ms): {plain_sessions}")
 
 
+def _paired_sample(mine: Runner, theirs: Runner, steps: int, rng: random.Random) -> tuple[float, float]:
+    """One adjacent pair: the two sessions' median steps over back-to-back visits, in a random order."""
+    visits = [mine, theirs]
+    rng.shuffle(visits)
+    for runner in visits:
+        runner.visits.append(statistics.median(runner.steps(steps)))
+    return mine.visits[-1], theirs.visits[-1]
+
+
+def _median_interval(values: list[float]) -> tuple[float, float]:
+    """The 95% confidence interval of the median of independent samples, from their order statistics."""
+    ordered = sorted(values)
+    half_width = 0.98 * len(ordered) ** 0.5  # 1.96 / 2 * sqrt(n): the binomial's normal approximation
+    low = max(int(len(ordered) / 2 - half_width), 0)
+    high = min(int(len(ordered) / 2 + half_width + 1), len(ordered) - 1)
+    return ordered[low], ordered[high]
+
+
+def report_pairs(title: str, samples: dict[str, list[tuple[float, float]]], runners: list[Runner]) -> None:
+    grouped = groups(runners)
+    by_label = {runner.label: runner for runner in runners}
+    print(f"\n{title}")
+    print(f"{'group':<20}{'sessions':>9}{'pairs':>7}{'median ms':>11}{'overhead':>10}{'95% CI (%)':>18}{'µs/step':>10}"
+          f"{'95% CI (µs)':>20}   per-session medians over the visits (ms)")
+    for name, pairs in samples.items():
+        ratios = [mine / theirs - 1 for mine, theirs in pairs]
+        diffs = [(mine - theirs) * 1e6 for mine, theirs in pairs]
+        (r_low, r_high), (d_low, d_high) = _median_interval(ratios), _median_interval(diffs)
+        labels = grouped["plain A"] if name == FLOOR else grouped[name]
+        sessions = " ".join(f"{statistics.median(by_label[label].visits) * 1e3:.3f}" for label in labels)
+        print(f"{name:<20}{len(labels):>9}{len(pairs):>7}{statistics.median(m for m, _ in pairs) * 1e3:>11.3f}"
+              f"{statistics.median(ratios) * 100:>+9.2f}%{r_low * 100:>+9.2f} ..{r_high * 100:>+6.2f}"
+              f"{statistics.median(diffs):>+10.1f}{d_low:>+10.1f} ..{d_high:>+7.1f}   {sessions}")
+    plain_sessions = " ".join(f"{statistics.median(by_label[label].visits) * 1e3:.3f}" for label in grouped[PLAIN])
+    print(f"plain sessions' medians (ms): {plain_sessions}")
+
+
 def steady_state(model: str, modes: list[str], args: argparse.Namespace, output: str) -> None:
     runners = make_runners(model, modes, args.copies, output)
+    grouped = groups(runners)
+    by_label = {runner.label: runner for runner in runners}
+    plain, plain_b = grouped[PLAIN], grouped["plain B"]
+    steps = args.steps or STEPS_PER_VISIT[model]
+    samples: dict[str, list[tuple[float, float]]] = {FLOOR: []}
+    samples.update({mode: [] for mode in grouped if mode not in (PLAIN, "plain A", "plain B")})
+    rng = random.Random(0)
     with DrainClock() as drains:
         for runner in runners:
             runner.steps(args.warmup)
-        values: dict[str, list[float]] = {r.label: [] for r in runners}
-        order = list(runners)
-        rng = random.Random(0)
         for _ in range(args.rounds):
-            rng.shuffle(order)
-            for runner in order:
-                values[runner.label].append(statistics.median(runner.steps(args.steps)))
+            pairs = [(FLOOR, label, rng.choice(plain_b)) for label in grouped["plain A"]]
+            pairs += [(mode, label, rng.choice(plain)) for mode in samples if mode != FLOOR for label in grouped[mode]]
+            rng.shuffle(pairs)
+            for name, mine, theirs in pairs:
+                sample = _paired_sample(by_label[mine], by_label[theirs], steps, rng)
+                samples[name].append(sample)
     for runner in runners:
         runner.session.close()
-    report(f"## {model}: steady state ({runners[0].ops} ops in the plain graph), "
-           f"{args.rounds} rounds x {args.steps} steps after {args.warmup} warm-up steps", values, runners)
+    report_pairs(f"## {model}: steady state ({runners[0].ops} ops in the plain graph), {args.rounds} rounds of adjacent "
+                 f"pairs, {steps} steps a visit, after {args.warmup} warm-up steps", samples, runners)
     if drains.drains:
         wall, cpu = drains.wall / drains.drains, drains.cpu / drains.drains
         print(f"ring reads: {drains.drains} drains, on average {wall * 1e3:.2f} ms wall (waiting for the thread pool the "
@@ -255,8 +317,8 @@ def main() -> int:
     parser.add_argument("--models", default="mlp,cnn,tiny")
     parser.add_argument("--modes", default="none,training_trace")
     parser.add_argument("--copies", type=int, default=3, help="sessions per profiled mode (plain: twice as many)")
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=300, help="steady-state rounds of adjacent pairs")
+    parser.add_argument("--steps", type=int, default=0, help="steps a steady-state visit runs (0: STEPS_PER_VISIT)")
     # TensorFlow's executor treats every kernel as expensive (dispatched to the thread
     # pool) until its measured cost has decayed, about 100 runs; steady state starts after.
     parser.add_argument("--warmup", type=int, default=200)
