@@ -185,6 +185,14 @@ class _Builder:
         covered = self.data_inputs if also_after else frozenset()
         inputs = [t for t in op.inputs if t.op not in gates and t.op.type not in FED_INPUT_TYPES and t.op.name not in covered]
         controls = [c for c in op.control_inputs if c not in gates and c.type not in FED_INPUT_TYPES]
+        if not inputs and not controls and len(also_after) == 1 and gates:
+            # `op` may start the moment that stamp is taken (typically: FP Start, where the first
+            # layer reads only the batch and its weights), and its reads already wait on it (the
+            # batch's first successors do): a second clock read would only add an op to the
+            # step's path (about 2 µs measured per op on a 0.3 ms step).
+            stamp = also_after[0]
+            self.make_wait([g for g in gates if stamp.op not in g.control_inputs], stamp)
+            return stamp
         stamp = self.stamp(inputs + controls + list(also_after), name)
         targets = gates or ([op] if self._wait_is_safe(op, before) else [])
         if not targets:
