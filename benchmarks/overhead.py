@@ -169,9 +169,10 @@ class Runner:
 def make_runners(model: str, modes: list[str], copies: int, output: str) -> list[Runner]:
     """Every mode's sessions, made in turns (two plain, then one of each other mode; again).
 
-    Not one mode after the other: on the MLP, the plain halves made one after the other
-    differed by -0.9% and -1.4% for their whole life (the later ones slower), so the mode made
-    last would carry that offset as overhead.
+    Not one mode after the other, where the mode made last would carry any drift of the
+    sessions' lifelong speed with the order they are made in. On the MLP the plain halves made
+    one after the other differed by -0.9% and -1.4%; made in turns, by +0.05%, -0.95% and
+    -0.51%: the draw of sessions alone is about that large, the order was not the whole of it.
     """
     counts = {mode: 2 * copies if mode == PLAIN else (1 if mode == "tf_profiler" else copies) for mode in modes}
     turn = [mode for mode in modes for _ in range(2 if mode == PLAIN else 1)]
