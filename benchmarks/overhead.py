@@ -32,7 +32,7 @@ Two measurements per model:
                 --first-steps steps interleaved step by step; the very first run (discovery,
                 probe wiring, TensorFlow's executor set-up) is reported on its own.
 
-Why pairs: this machine's speed drifts by several % within a few hundred ms (measured: a
+Why pairs: this machine's speed drifts by several % within a few hundred ms (measured ad hoc: a
 lone CNN session's step times are correlated up to ~5 steps apart, and its medians of 10
 steps spread by 8%). Two visits run back to back share most of that drift and their ratio
 cancels it, where comparing whole rounds compares visits seconds apart. The sessions'
@@ -186,6 +186,11 @@ def make_runners(model: str, modes: list[str], copies: int, output: str) -> list
     return runners
 
 
+def measured_modes(grouped: dict[str, list[str]]) -> list[str]:
+    """The modes compared with the plain sessions (every group but the plain ones)."""
+    return [mode for mode in grouped if mode not in (PLAIN, "plain A", "plain B")]
+
+
 def groups(runners: list[Runner]) -> dict[str, list[str]]:
     """Session labels per group: each mode, and the plain sessions' two halves (the noise floor's sides),
     every other plain session in the order they were made."""
@@ -219,7 +224,7 @@ def report(title: str, values: dict[str, list[float]], runners: list[Runner]) ->
     print(f"\n{title}")
     print(f"{'group':<20}{'sessions':>9}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   rounds' quartiles (%)   per-session medians (ms)")
     rows = [(FLOOR, grouped["plain A"], grouped["plain B"])]
-    rows += [(mode, labels, grouped[PLAIN]) for mode, labels in grouped.items() if mode not in (PLAIN, "plain A", "plain B")]
+    rows += [(mode, grouped[mode], grouped[PLAIN]) for mode in measured_modes(grouped)]
     for name, labels, reference in rows:
         ratios, diffs = paired(values, labels, reference)
         low, high = _quartiles(ratios)
@@ -275,7 +280,7 @@ def steady_state(model: str, modes: list[str], args: argparse.Namespace, output:
     plain, plain_b = grouped[PLAIN], grouped["plain B"]
     steps = args.steps or STEPS_PER_VISIT[model]
     samples: dict[str, list[tuple[float, float]]] = {FLOOR: []}
-    samples.update({mode: [] for mode in grouped if mode not in (PLAIN, "plain A", "plain B")})
+    samples.update({mode: [] for mode in measured_modes(grouped)})
     rng = random.Random(0)
     with DrainClock() as drains:
         for runner in runners:
