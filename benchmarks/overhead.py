@@ -41,7 +41,10 @@ lifelong offsets (above) are averaged over the sessions only: hence several per 
 Reported: overhead in % and in µs per step, the median over a mode's pairs with its 95%
 confidence interval (from the pairs' order statistics: it covers the drift, not the
 sessions' offsets), and the plain-vs-plain noise floor measured the same way, which has
-both. The ring's reads (one background
+both. Then the same comparison from the sessions themselves (the "session draw"): each session's
+median over its visits, the mean of a group's sessions against the plain ones', with a 95%
+bootstrap interval that redraws the sessions of both sides, so it covers which sessions the run
+made (on the MLP that moves a figure by about ±1% between runs). The ring's reads (one background
 thread per process drains every profiled session each 0.5 s) run while *any* session steps,
 so the paired figures spread their cost over plain sessions too: it is reported on its own,
 per drain (wall time, and CPU time of the draining thread) and as the share of a core that
@@ -202,7 +205,7 @@ def groups(runners: list[Runner]) -> dict[str, list[str]]:
 
 
 def paired(values: dict[str, list[float]], group: list[str], reference: list[str]) -> tuple[list[float], list[float]]:
-    """Per round: (ratio - 1, difference) of the group's median session against the reference's."""
+    """Per fresh set: (ratio - 1, difference) of the group's median session against the reference's."""
     ratios, diffs = [], []
     for i in range(len(values[group[0]])):
         mine = statistics.median(values[label][i] for label in group)
@@ -222,7 +225,7 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
 def report(title: str, values: dict[str, list[float]], runners: list[Runner]) -> None:
     grouped = groups(runners)
     print(f"\n{title}")
-    print(f"{'group':<20}{'sessions':>9}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   rounds' quartiles (%)   per-session medians (ms)")
+    print(f"{'group':<20}{'sessions':>9}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   fresh sets' quartiles (%)   per-session medians (ms)")
     rows = [(FLOOR, grouped["plain A"], grouped["plain B"])]
     rows += [(mode, grouped[mode], grouped[PLAIN]) for mode in measured_modes(grouped)]
     for name, labels, reference in rows:
@@ -271,6 +274,39 @@ def report_pairs(title: str, samples: dict[str, list[tuple[float, float]]], runn
               f"{statistics.median(diffs):>+10.1f}{d_low:>+10.1f} ..{d_high:>+7.1f}   {sessions}")
     plain_sessions = " ".join(f"{statistics.median(by_label[label].visits) * 1e3:.3f}" for label in grouped[PLAIN])
     print(f"plain sessions' medians (ms): {plain_sessions}")
+    report_session_draw(grouped, by_label)
+
+
+def session_draw_interval(mine: list[float], theirs: list[float], draws: int = 4000) -> tuple[float, float, float]:
+    """Overhead of the mean session (each session: its median step) over the reference's, and a 95%
+    bootstrap interval that redraws the sessions of both sides.
+
+    Why: the pairs' interval covers the machine's drift but not which sessions a run happened to
+    make, and on the MLP that draw moves a figure by about ±1% between runs. This interval treats
+    the sessions as the samples, so a run's figure is beyond noise only when it clears the draw
+    too. Means, not medians: with 6-12 sessions a side the median's bootstrap is too lumpy.
+    """
+    rng = random.Random(0)
+    point = statistics.fmean(mine) / statistics.fmean(theirs) - 1
+    boots = sorted(
+        statistics.fmean(rng.choices(mine, k=len(mine))) / statistics.fmean(rng.choices(theirs, k=len(theirs))) - 1
+        for _ in range(draws)
+    )
+    return point, boots[int(0.025 * draws)], boots[int(0.975 * draws) - 1]
+
+
+def report_session_draw(grouped: dict[str, list[str]], by_label: dict[str, Runner]) -> None:
+    print("session draw (each session's median over its visits; mean of a group's sessions; 95% interval "
+          "redrawing the sessions of both sides):")
+    rows = [(FLOOR, grouped["plain A"], grouped["plain B"])]
+    rows += [(mode, grouped[mode], grouped[PLAIN]) for mode in measured_modes(grouped)]
+    for name, labels, reference in rows:
+        mine = [statistics.median(by_label[label].visits) for label in labels]
+        theirs = [statistics.median(by_label[label].visits) for label in reference]
+        point, low, high = session_draw_interval(mine, theirs)
+        step = statistics.fmean(theirs) * 1e6
+        print(f"  {name:<18}{point * 100:>+8.2f}% ({low * 100:+.2f} .. {high * 100:+.2f}){point * step:>+10.1f} µs "
+              f"({low * step:+.1f} .. {high * step:+.1f})")
 
 
 def steady_state(model: str, modes: list[str], args: argparse.Namespace, output: str) -> None:
