@@ -194,6 +194,13 @@ def measured_modes(grouped: dict[str, list[str]]) -> list[str]:
     return [mode for mode in grouped if mode not in (PLAIN, "plain A", "plain B")]
 
 
+def comparisons(grouped: dict[str, list[str]]) -> list[tuple[str, list[str], list[str]]]:
+    """What each report row compares: (name, its sessions, the reference sessions); the floor first."""
+    return [(FLOOR, grouped["plain A"], grouped["plain B"])] + [
+        (mode, grouped[mode], grouped[PLAIN]) for mode in measured_modes(grouped)
+    ]
+
+
 def groups(runners: list[Runner]) -> dict[str, list[str]]:
     """Session labels per group: each mode, and the plain sessions' two halves (the noise floor's sides),
     every other plain session in the order they were made."""
@@ -226,9 +233,7 @@ def report(title: str, values: dict[str, list[float]], runners: list[Runner]) ->
     grouped = groups(runners)
     print(f"\n{title}")
     print(f"{'group':<20}{'sessions':>9}{'median ms':>11}{'overhead':>10}{'µs/step':>10}   fresh sets' quartiles (%)   per-session medians (ms)")
-    rows = [(FLOOR, grouped["plain A"], grouped["plain B"])]
-    rows += [(mode, grouped[mode], grouped[PLAIN]) for mode in measured_modes(grouped)]
-    for name, labels, reference in rows:
+    for name, labels, reference in comparisons(grouped):
         ratios, diffs = paired(values, labels, reference)
         low, high = _quartiles(ratios)
         median = statistics.median(statistics.median(values[label][i] for label in labels) for i in range(len(values[labels[0]])))
@@ -298,9 +303,7 @@ def session_draw_interval(mine: list[float], theirs: list[float], draws: int = 4
 def report_session_draw(grouped: dict[str, list[str]], by_label: dict[str, Runner]) -> None:
     print("session draw (each session's median over its visits; mean of a group's sessions; 95% interval "
           "redrawing the sessions of both sides):")
-    rows = [(FLOOR, grouped["plain A"], grouped["plain B"])]
-    rows += [(mode, grouped[mode], grouped[PLAIN]) for mode in measured_modes(grouped)]
-    for name, labels, reference in rows:
+    for name, labels, reference in comparisons(grouped):
         mine = [statistics.median(by_label[label].visits) for label in labels]
         theirs = [statistics.median(by_label[label].visits) for label in reference]
         point, low, high = session_draw_interval(mine, theirs)
