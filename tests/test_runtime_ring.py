@@ -88,6 +88,40 @@ def test_counter_keyed_rows_without_a_unit_increment(tmp_path) -> None:
         assert [r["step"] for r in records] == ([None] * 7 if increment is None else [2 * i for i in range(7)]), name
 
 
+def _step_graph() -> tuple[tf.Graph, tf.Operation, tf.Operation]:
+    """A model trained by `minimize(global_step=...)` (rows keyed by the step in an in-process session)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.data.make_one_shot_iterator(tf.data.Dataset.from_tensors([[1.0, 2.0]]).repeat()).get_next()
+        loss = tf.reduce_mean(tf.square(dense(x, 3, "layer", seed=3)))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
+        init = tf.global_variables_initializer()
+    return graph, train_op, init
+
+
+def test_sessions_on_one_server_sharing_the_global_step(tmp_path) -> None:
+    """Two graphs of one model in sessions on one server's target share its variables, the global step
+    included (what workers of a parameter server do). Each session's iterations are recorded once,
+    each with the step after its own update: a counter keys the rows (a step read can be another
+    session's), and each graph has its own ring, though the two graphs' ops have the same names."""
+    server = tf.distribute.Server.create_local_server()
+    first, first_train, init = _step_graph()
+    second, second_train, _ = _step_graph()
+    with tf.Session(server.target, graph=first, config=profiling_config(tmp_path, single_thread=False)) as one, \
+            tf.Session(server.target, graph=second, config=profiling_config(tmp_path, single_thread=False)) as two:
+        one.run(init)
+        for _ in range(6):
+            one.run(first_train)
+            two.run(second_train)
+    rings = [{op.get_attr("shared_name") for op in graph.get_operations() if op.type == "MutableHashTableOfTensorsV2"} for graph in (first, second)]
+    assert rings[0] and not rings[0] & rings[1]
+    assert "MutableHashTableV2" in _probe_types(first) and "MutableHashTableV2" in _probe_types(second)
+    records = raw_records(tmp_path)
+    assert sorted(r["step"] for r in records) == list(range(1, 13))
+    assert sorted(r["run"] for r in records) == sorted(list(range(1, 7)) * 2)  # each session's runs 1-6
+    assert not [n for n in _notes(tmp_path) if "not recorded" in n]
+
+
 def _descendants(op: tf.Operation) -> set[str]:
     """The names of the ops that wait on `op`, transitively (data and control edges)."""
     seen: set[str] = set()

@@ -300,13 +300,15 @@ def _outside_control_flow(op: tf.Operation) -> bool:
 
 
 def build_probes(
-    graph: tf.Graph, points: TracePoints, index: GraphIndex, *, user_bp: bool, may_rewire: bool, clock: Clock = timestamp_clock
+    graph: tf.Graph, points: TracePoints, index: GraphIndex, *, user_bp: bool, may_rewire: bool, clock: Clock = timestamp_clock,
+    step_shared: bool = False,
 ) -> GraphProbes:
     """Add the probe ops for `points` to `graph` (temporarily unfinalising a finalised graph).
 
     Points that are not ancestors of the train op are left out (a probe there would
     make the training step run an op it does not run). `user_bp`: the user named
-    bp_point, so BP End is that op's end rather than "all gradients ready".
+    bp_point, so BP End is that op's end rather than "all gradients ready". `step_shared`: other
+    sessions may write the global step (see `ring`).
     """
     if points.iteration_end is None:
         raise ValueError("cannot build probes without an iteration end (train op)")
@@ -317,13 +319,13 @@ def build_probes(
     try:
         with graph.as_default(), tf.name_scope(PROBE_SCOPE), tf.device("/cpu:0"):
             data_inputs = frozenset(n for n in points.get_next if n in on_path)
-            return _build(_Builder(graph, index, may_rewire, clock, data_inputs), points, on_path, user_bp)
+            return _build(_Builder(graph, index, may_rewire, clock, data_inputs), points, on_path, user_bp, step_shared)
     finally:
         if finalized:
             graph.finalize()
 
 
-def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user_bp: bool) -> GraphProbes:
+def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user_bp: bool, step_shared: bool) -> GraphProbes:
     get_op = builder.graph.get_operation_by_name
     stamps: list[tf.Tensor] = []
     reads = [get_op(n) for n in points.get_next if n in on_path and get_op(n).type not in FED_INPUT_TYPES]
@@ -369,7 +371,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         before_end,
         lambda after: builder.stamp(after, "iteration_end"),
         stamps,
-        GlobalStep(points.global_step, train_op, gated) if has_step else None,
+        GlobalStep(points.global_step, train_op, gated, step_shared) if has_step else None,
     )
     if gated:
         train_op._add_control_input(ring.write)

@@ -17,11 +17,18 @@ one of two numbers:
 * **a counter** of this session's train op runs (from 1) otherwise: read, add one,
   write back; the row then also holds the step (when the graph has one).
 
+Where other sessions may write the same global step (a session on a server's
+target, ``grpc://...``, where workers share variables: a parameter server's
+global step), a run's key cannot be told from the step it read, so the counter
+keys the rows there (``GlobalStep.shared``).
+
 The tables and the counter are `MutableHashTable` resources, not variables: a
 table is created on first use and needs no initializer, so a graph exported from
 a profiled run (an Estimator checkpoint's .meta, say) stays runnable without this
 package, and the tables never hold more than RING_ROWS rows even when nobody
-drains them. Table kernels are the costly part of the row (each looks its table up
+drains them. Their shared name is unique to the graph that built them: sessions on
+one server share every resource of a name, and two profiled graphs there must not
+read each other's rows. Table kernels are the costly part of the row (each looks its table up
 by name, and a handle op builds its handle every run: about 2-4 µs each here,
 against well under 1 µs for a `Timestamp`), which is why the step key, which needs
 no counter, is used wherever it is exact.
@@ -53,6 +60,7 @@ one to its thread pool.
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -83,6 +91,7 @@ class GlobalStep:
     name: str
     train_op: tf.Operation
     gated: bool  # the row is written before the train op (else: after it, fetched alongside)
+    shared: bool = False  # other sessions may write it too (a server's target): it cannot key the rows
 
 
 class _Chain:
@@ -114,7 +123,7 @@ def build_ring(
     probes' name scope and device.
     """
     graph = tf.compat.v1.get_default_graph()
-    shared = graph.unique_name("ring")
+    shared = f"{graph.unique_name('ring')}_{uuid.uuid4().hex}"  # the tables' name: see the module docstring
     keyed_by_step = _is_unit_increment(graph, global_step)
     carries_step = global_step is not None and not keyed_by_step  # the row holds the step next to its counter key
     row_shape = tf.TensorShape([int(carries_step) + len(stamps) + 2])
@@ -193,8 +202,8 @@ def _read_step(graph: tf.Graph, global_step: str) -> tf.Tensor:
 
 def _is_unit_increment(graph: tf.Graph, global_step: GlobalStep | None) -> bool:
     """Whether the row can be keyed by the step: the train op is the global step's increment by
-    the constant one, and the row is written before it."""
-    if global_step is None or not global_step.gated:
+    the constant one, the row is written before it, and no other session writes the step."""
+    if global_step is None or not global_step.gated or global_step.shared:
         return False
     train_op = global_step.train_op
     if train_op.type not in _INCREMENTS or len(train_op.inputs) < 2:

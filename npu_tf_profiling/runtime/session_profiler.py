@@ -422,7 +422,10 @@ class SessionProfiler:
             clock, clock_note = process_clock()
             if clock_note and collection is not None:
                 collection.run.add_note(clock_note)
-            probes = build_probes(self._graph, points, index, user_bp=chosen.user_bp, may_rewire=self._runs_seen <= 1, clock=clock)
+            probes = build_probes(
+                self._graph, points, index, user_bp=chosen.user_bp, may_rewire=self._runs_seen <= 1, clock=clock,
+                step_shared=_on_a_server(self._session),
+            )
         if collection is not None:
             if probes is not None and probes.not_rewired:
                 collection.run.add_note(
@@ -450,6 +453,12 @@ class SessionProfiler:
 
 
 _CONTAINERS = (list, tuple, dict)
+
+
+def _on_a_server(session: Any) -> bool:
+    """Whether the session runs on a server's target (``grpc://...``), where other sessions (workers)
+    may share its variables, the global step included; an in-process session's target is empty."""
+    return bool(getattr(session, "sess_str", b""))
 
 
 def _fetch_key(fetches: Any) -> Hashable:
