@@ -153,3 +153,20 @@ def test_step_keyed_row_tail_is_the_pack_and_the_insert(tmp_path) -> None:
     step_read = next(op for op in probes if op.type == "ReadVariableOp" and op.inputs[0].op.name == "global_step")
     assert not step_read.control_inputs
     assert [r["step"] for r in raw_records(tmp_path)] == [1, 2, 3]
+
+
+def test_a_new_session_of_a_graph_on_the_same_server(tmp_path) -> None:
+    """A graph run again by a new session on the same server (a MonitoredTrainingSession recovering
+    its session): the server kept the graph's ring and counter, so the new session's rows follow the
+    old ones'; its iterations are recorded once each, the old session's rows are not taken again."""
+    server = tf.distribute.Server.create_local_server()
+    graph, train_op, init = _step_graph()
+    for _ in range(2):
+        with tf.Session(server.target, graph=graph, config=profiling_config(tmp_path, single_thread=False)) as sess:
+            sess.run(init)
+            for _ in range(4):
+                sess.run(train_op)
+    records = raw_records(tmp_path)
+    assert [r["run"] for r in records] == list(range(1, 9))
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 1, 2, 3, 4]  # init set the step back to 0
+    assert not [n for n in _notes(tmp_path) if "not recorded" in n]

@@ -105,6 +105,9 @@ class Recorder:
             # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
             # drain now, before this session's first iteration, not in the middle of training.
             self._guarded(lambda: self._read_ring(0))  # reads nothing: no row of this session is written yet
+        # Runs the graph's counter already holds are not this session's: a server keeps a graph's ring
+        # across sessions (a session recovered on the same graph), and this one's runs follow them.
+        self._seq_origin = self._seq_done = self.issued
 
     @property
     def _ring_reads(self) -> "_RingReads":
@@ -178,7 +181,7 @@ class Recorder:
             self._collection = collection
             self._collection_from = self.issued - 1
         if self._base is None:
-            self._base = self._state.runs_taken
+            self._base = self._state.runs_taken - self._seq_origin
         return collection
 
     def _wants_tasks(self, collection: Collection | None) -> bool:
@@ -244,7 +247,7 @@ class Recorder:
             return
         seqs = fresh[:, 0].astype(np.int64)
         if self._base is None:
-            self._base = self._state.runs_taken
+            self._base = self._state.runs_taken - self._seq_origin
         self._state.runs_taken = max(self._state.runs_taken, self._base + self._seq_done)
         steps = fresh[:, 1].astype(np.int64) if probes.ring.has_step else None
         if steps is not None:
