@@ -117,6 +117,7 @@ class _Builder:
     may_rewire: bool
     clock: Clock
     data_inputs: frozenset[str] = frozenset()  # the GetNext-like reads: waited on through their outputs
+    home_task: tuple[str, int, int] | None = None  # (job, replica, task) of the step's compute ops; None: one task
     waited: set[str] = field(default_factory=set)
     not_rewired: list[str] = field(default_factory=list)
     _model_deps: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -165,10 +166,19 @@ class _Builder:
     def make_wait(self, ops: Iterable[tf.Operation], stamp: tf.Tensor) -> None:
         """Make each op wait on `stamp` (see the module docstring for why)."""
         for op in ops:
-            if self.may_rewire and _outside_control_flow(op):
+            if self.may_wire(op):
                 op._add_control_input(stamp.op)
             else:
                 self.not_rewired.append(op.name)
+
+    def may_wire(self, op: tf.Operation) -> bool:
+        """Whether `op` may wait on a probe: outside control flow, and on the step's own task.
+
+        An op another task runs (a parameter server's variable read or update) would wait
+        on the stamp through a message between the tasks, an RPC on the step's path.
+        """
+        task = _task_of(op)
+        return self.may_rewire and _outside_control_flow(op) and (self.home_task is None or task is None or task == self.home_task)
 
     def start_stamp(self, op: tf.Operation, name: str, also_after: Sequence[tf.Tensor] = ()) -> tf.Tensor:
         """The moment `op` may start: after its inputs (and `also_after`), and before `op` itself.
@@ -295,6 +305,31 @@ def _is_variable_read(op: tf.Operation) -> bool:
     return op.type == "Identity" and len(op.inputs) == 1 and op.inputs[0].op.type in ("VariableV2", "Variable")
 
 
+def _task_of(op: tf.Operation) -> tuple[str, int, int] | None:
+    """The (job, replica, task) that runs `op` in a cluster's graph (e.g. `replica_device_setter`'s), or None.
+
+    An op that uses a resource runs where the resource lives, whatever device it asks
+    for (a variable read on a parameter server), and so does an op colocated with another.
+    """
+    spec = tf.DeviceSpec.from_string(_placing_op(op).device or "")
+    return None if spec.job is None else (spec.job, spec.replica or 0, spec.task or 0)
+
+
+def _placing_op(op: tf.Operation) -> tf.Operation:
+    """The op whose device decides where `op` runs: a resource input's producer, the op it is colocated with, or itself."""
+    resource = next((t.op for t in op.inputs if t.dtype == tf.resource), None)
+    if resource is not None:
+        return resource
+    for group in op.colocation_groups():
+        name = group.decode().removeprefix("loc:@")
+        if name != op.name:
+            try:
+                return op.graph.get_operation_by_name(name)
+            except KeyError:
+                break
+    return op
+
+
 def _outside_control_flow(op: tf.Operation) -> bool:
     return getattr(op, "_control_flow_context", None) is None
 
@@ -319,7 +354,10 @@ def build_probes(
     try:
         with graph.as_default(), tf.name_scope(PROBE_SCOPE), tf.device("/cpu:0"):
             data_inputs = frozenset(n for n in points.get_next if n in on_path)
-            return _build(_Builder(graph, index, may_rewire, clock, data_inputs), points, on_path, user_bp, step_shared)
+            compute = [n for n in (points.fp, *sorted(data_inputs)) if n is not None and n in on_path]
+            home = _task_of(graph.get_operation_by_name(compute[0])) if compute else None
+            builder = _Builder(graph, index, may_rewire, clock, data_inputs, home)
+            return _build(builder, points, on_path, user_bp, step_shared)
     finally:
         if finalized:
             graph.finalize()
@@ -360,7 +398,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         reduce_ends.append(builder.end_stamp(group[-1], "reduce_end"))
         stamps.append(reduce_ends[-1])
     train_op = get_op(points.iteration_end)
-    gated = builder.may_rewire and _outside_control_flow(train_op)
+    gated = builder.may_wire(train_op)
     # Gated: the row is written just before the train op, once everything it waits on is done.
     # Not gated: the row's write is fetched, after the train op.
     waits: list[Wait] = [t for t in train_op.inputs if t.op.type not in FED_INPUT_TYPES] + list(train_op.control_inputs) if gated else [train_op]

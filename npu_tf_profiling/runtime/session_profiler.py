@@ -430,7 +430,7 @@ class SessionProfiler:
             if probes is not None and probes.not_rewired:
                 collection.run.add_note(
                     "probes wait on, but could not be wired into, " + ", ".join(sorted(set(probes.not_rewired))[:5])
-                    + ": their times may be late by the executor's scheduling (control-flow context, or the session ran before the model was complete)"
+                    + ": their times may be late by the executor's scheduling (control-flow context, an op of another task, or the session ran before the model was complete)"
                 )
             for reason in points.warnings:
                 collection.run.add_note(reason)
