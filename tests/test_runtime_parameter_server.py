@@ -10,10 +10,9 @@ import socket
 
 import tensorflow.compat.v1 as tf
 
+from npu_tf_profiling.raw_format.layout import PROBE_SCOPE
 from tests.models import dense, profiling_config
 from tests.trace_files import only_prof_dir, raw_records
-
-PROBE_SCOPE = "npu_tf_profiling_probes"
 
 
 def _free_port() -> int:
@@ -22,7 +21,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _task(op: tf.Operation, graph: tf.Graph) -> str:
+def _task(op: tf.Operation) -> str:
     """The job an op runs on: a resource op runs where its resource lives (the placer colocates them)."""
     resource = next((t.op for t in op.inputs if t.dtype == tf.resource), None)
     return tf.DeviceSpec.from_string((resource or op).device or "").job or ""
@@ -48,12 +47,12 @@ def test_no_op_of_the_parameter_server_waits_on_a_probe(tmp_path) -> None:
             sess.run(train_op)
 
     waiting = {
-        op.name: _task(op, graph)
+        op.name: _task(op)
         for op in graph.get_operations()
         if not op.name.startswith(PROBE_SCOPE) and any(c.name.startswith(PROBE_SCOPE) for c in op.control_inputs)
     }
     assert waiting and set(waiting.values()) == {"worker"}, waiting  # IteratorGetNext waits on its start stamp
-    assert _task(train_op, graph) == "ps" and train_op.name not in waiting
+    assert _task(train_op) == "ps" and train_op.name not in waiting
     assert [(r["run"], r["step"]) for r in raw_records(tmp_path)] == [(i, i) for i in range(1, 6)]
     notes = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text()).get("notes", [])
     assert any("could not be wired into" in n and "an op of another task" in n for n in notes), notes
