@@ -47,11 +47,13 @@ def test_missing_path_is_bad_input(tmp_path, capsys, command):
     assert "no such folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["report", "summary"])
-def test_folder_without_prof_dirs_is_bad_input(tmp_path, capsys, command):
-    (tmp_path / "something").mkdir()
-    assert main([command, str(tmp_path)]) == 2
-    assert "not a PROF_* folder" in capsys.readouterr().err
+@pytest.mark.parametrize("command", ["report", "summary", "cluster"])
+@pytest.mark.parametrize("content", ["empty", "other folders"])
+def test_folder_without_prof_dirs_is_nothing_found_in_every_command(tmp_path, capsys, command, content):
+    if content == "other folders":
+        (tmp_path / "something").mkdir()
+    assert main([command, str(tmp_path)]) == 3
+    assert "PROF_*" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["report", "summary"])

@@ -168,7 +168,7 @@ def test_unwritable_output_is_an_error(tmp_path) -> None:  # pragma: no cover - 
 def test_output_under_a_file_is_an_error(tmp_path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(ProfilingOptionsError, match=r"option 'output': cannot create directory .*file/sub"):
+    with pytest.raises(ProfilingOptionsError, match=r"option 'output': '.*file/sub' cannot be a folder: '.*file' is a file, not a folder"):
         ProfilingOptions.parse({"output": str(blocker / "sub")}).resolve_output()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from npu_tf_profiling.config.errors import ProfilingOptionsError
 from npu_tf_profiling.config.option_specs import LEGACY_KEYS, SPEC_BY_KEY
 
 # A colon list of switch names: `PROFILING_OPTIONS=task_trace:training_trace`.
@@ -40,15 +41,19 @@ def strip_line_continuations(text: str) -> tuple[str, str | None]:
     return cleaned, "profiling options contain shell line continuations ('\\' at line end); write the JSON on one line"
 
 
-def rename_legacy_keys(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Old key names -> modern ones. Both spellings at once is ambiguous, so the caller's check catches it."""
+def rename_legacy_keys(options: dict[str, Any], origin: str) -> tuple[dict[str, Any], list[str]]:
+    """Old key names -> modern ones. Both spellings at once is ambiguous: an error naming both."""
     renamed: dict[str, Any] = {}
     notes: list[str] = []
     for key, value in options.items():
         modern = LEGACY_KEYS.get(key)
         if modern is None:
-            renamed[key] = value
             continue
+        if modern in options:
+            raise ProfilingOptionsError(
+                f"{origin}: option '{modern}' is given twice, as '{key}' (its deprecated spelling) and as '{modern}'; keep '{modern}'"
+            )
         notes.append(f"profiling option '{key}' is deprecated; use '{modern}'")
-        renamed[modern] = value
+    for key, value in options.items():
+        renamed[LEGACY_KEYS.get(key, key)] = value
     return renamed, notes

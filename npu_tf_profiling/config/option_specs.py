@@ -6,10 +6,11 @@ not" fact in one place, so adding a key is one line, not edits in four places.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from npu_tf_profiling.config.errors import ProfilingOptionsError
+from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
 from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
 ON_OFF = ("on", "off")
@@ -24,15 +25,15 @@ AIC_METRICS = (
     "MemoryAccess",
 )
 _CUSTOM_METRICS = re.compile(r"^Custom:0x[0-9a-fA-F]+(,0x[0-9a-fA-F]+)*$")
-_STORAGE_LIMIT = re.compile(r"^(\d+)MB$")
+_STORAGE_LIMIT = re.compile(r"^([0-9]{1,10})MB$")  # ASCII digits only: int() of "²" or of 5,000 digits raises
+_ASCII_DIGITS = re.compile(r"^[0-9]{1,20}$")
 STORAGE_LIMIT_MB = (200, 4294967295)
-_CONTROL_CHARS = set("\n\f\r\b\t\v\x7f")
 
 Validator = Callable[[str, Any], Any]
 
 
 def _fail(key: str, value: Any, allowed: str) -> ProfilingOptionsError:
-    return ProfilingOptionsError(f"option '{key}': invalid value {value!r}; expected {allowed}")
+    return ProfilingOptionsError(f"option '{key}': invalid value {shown(value)}; expected {allowed}")
 
 
 def choice(*allowed: str) -> Validator:
@@ -51,7 +52,7 @@ def int_range(low: int, high: int, unit: str = "") -> Validator:
         number: int | None = None
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
-        elif isinstance(value, str) and value.strip().isdigit():
+        elif isinstance(value, str) and _ASCII_DIGITS.match(value.strip()):
             number = int(value.strip())
         if number is None or not low <= number <= high:
             raise _fail(key, value, f"a whole number from {low} to {high}{unit}")
@@ -70,18 +71,32 @@ def comma_list(*allowed: str) -> Validator:
     return check
 
 
+def _unprintable(value: str) -> str | None:
+    """What makes a name unusable: control characters (NUL, ESC, newline...) or lone surrogates (not valid Unicode)."""
+    controls = sorted({repr(c) for c in value if unicodedata.category(c) == "Cc"})
+    if controls:
+        return f"control characters ({', '.join(controls[:5])})"
+    if any(unicodedata.category(c) == "Cs" for c in value):
+        return "a lone surrogate (the text is not valid Unicode)"
+    return None
+
+
 def op_name(key: str, value: Any) -> str:
+    expected = 'an operator name string ("" = found automatically)'
     if not isinstance(value, str):
-        raise _fail(key, value, 'an operator name string ("" = found automatically)')
+        raise _fail(key, value, expected)
+    problem = _unprintable(value)
+    if problem:
+        raise _fail(key, value, f"{expected} without {problem}")
     return value
 
 
 def path_text(key: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _fail(key, value, "a non-empty directory path string")
-    bad = sorted({repr(c) for c in value if c in _CONTROL_CHARS})
-    if bad:
-        raise _fail(key, value, f"a path without control characters (found {', '.join(bad)})")
+    problem = _unprintable(value)
+    if problem:
+        raise _fail(key, value, f"a path without {problem}")
     return value
 
 

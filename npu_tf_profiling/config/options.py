@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from npu_tf_profiling.config import legacy
-from npu_tf_profiling.config.errors import ProfilingOptionsError
+from npu_tf_profiling.config import legacy, output_folder
+from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
 from npu_tf_profiling.config.schedule import check_window_keys
 from npu_tf_profiling.config.option_specs import (
     ALIASES,
@@ -108,33 +108,39 @@ class ProfilingOptions:
         if note:
             notes.append(note)
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(text, object_pairs_hook=_object_without_repeats, parse_int=_whole_number)
         except json.JSONDecodeError as exc:
             raise ProfilingOptionsError(
                 f"{origin}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
         except RecursionError:
             raise ProfilingOptionsError(f"{origin}: invalid JSON: nested too deeply") from None
+        except _RepeatedKey as exc:
+            raise ProfilingOptionsError(
+                f"{origin}: key {shown(exc.key)} is given twice in one JSON object; keep one (JSON would silently keep the last)"
+            ) from None
         if not isinstance(parsed, dict):
             raise ProfilingOptionsError(f"{origin}: expected a JSON object {{\"key\": \"value\", ...}}, got {type(parsed).__name__}")
         return parsed
 
     @classmethod
     def _from_mapping(cls, raw: Mapping[str, Any], origin: str, notes: list[str]) -> "ProfilingOptions":
-        renamed, legacy_notes = legacy.rename_legacy_keys(dict(raw))
+        renamed, legacy_notes = legacy.rename_legacy_keys(dict(raw), origin)
         notes.extend(legacy_notes)
         values: dict[str, Any] = {}
+        spelled: dict[str, str] = {}
         for key, value in renamed.items():
             if not isinstance(key, str):
                 raise ProfilingOptionsError(f"{origin}: option names must be strings, got {key!r}")
             canonical = ALIASES.get(key, key)
             spec = SPEC_BY_KEY.get(canonical)
             if spec is None:
-                raise ProfilingOptionsError(f"{origin}: unknown option {key!r}{_suggestion(key)}")
+                raise ProfilingOptionsError(f"{origin}: unknown option {shown(key)}{_suggestion(key)}")
             if canonical in values:
                 raise ProfilingOptionsError(
-                    f"{origin}: option '{canonical}' is given twice (as '{canonical}' and an alias/legacy spelling); keep one"
+                    f"{origin}: option '{canonical}' is given twice, as '{spelled[canonical]}' and as '{key}'; keep one"
                 )
+            spelled[canonical] = key
             try:
                 values[canonical] = spec.validate(canonical, value)
             except ProfilingOptionsError as exc:
@@ -178,23 +184,43 @@ class ProfilingOptions:
         before any training step runs rather than when the first data is written.
         """
         raw = self.output if self.output is not None else DEFAULT_OPTIONS["output"]
-        path = Path(raw).expanduser()
-        if not path.is_absolute():
-            path = Path(cwd if cwd is not None else os.getcwd()) / path
-        path = Path(os.path.normpath(path))
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ProfilingOptionsError(f"option 'output': cannot create directory {str(path)!r}: {exc.strerror or exc}") from None
-        if not path.is_dir():
-            raise ProfilingOptionsError(f"option 'output': {str(path)!r} exists but is not a directory")
-        probe = path / f".npu_tf_profiling_write_test_{os.getpid()}"
-        try:
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise ProfilingOptionsError(f"option 'output': directory {str(path)!r} is not writable: {exc.strerror or exc}") from None
+        path = output_folder.absolute_output(raw, cwd)
+        output_folder.prepare(path)
         return path
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a key given twice is an error, where json.loads would keep the last one silently."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+class LongNumber(str):
+    """A JSON integer too long to be any option's value, kept as its digits.
+
+    Python refuses to parse integers of over 4,300 digits with a ValueError that
+    names no key; kept as text, the key's own check rejects it by name.
+    """
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
+_LONGEST_WHOLE_NUMBER = 40  # digits: beyond every option's range (the largest is int64)
+
+
+def _whole_number(digits: str) -> int | LongNumber:
+    return int(digits) if len(digits) <= _LONGEST_WHOLE_NUMBER else LongNumber(digits)
 
 
 def _suggestion(key: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from npu_tf_profiling.config.errors import ProfilingDeprecationWarning
+from npu_tf_profiling.config.errors import ProfilingDeprecationWarning, ProfilingOptionsError, refuse_request
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.options import ProfilingOptions
 
@@ -21,7 +21,10 @@ class ProfilingConfig:
             raise TypeError(f"ProfilingConfig: enable_profiling must be a bool, got {enable_profiling!r} ({type(enable_profiling).__name__})")
         self._enable_profiling = enable_profiling
         # Validate now even when profiling is off: a bad text is a bug either way.
-        self._options = ProfilingOptions.parse(profiling_options, origin="ProfilingConfig profiling_options")
+        try:
+            self._options = ProfilingOptions.parse(profiling_options, origin="ProfilingConfig profiling_options")
+        except ProfilingOptionsError as exc:
+            raise refuse_request(exc) from None
         self._options_given = bool(profiling_options)
         for note in self._options.notes:
             warn_user(note, ProfilingDeprecationWarning)

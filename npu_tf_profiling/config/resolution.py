@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from npu_tf_profiling.config.errors import ProfilingDeprecationWarning, ProfilingOptionsError
+from npu_tf_profiling.config.errors import ProfilingDeprecationWarning, ProfilingOptionsError, refuse_request
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.options import ProfilingOptions
 from npu_tf_profiling.config.session_proto import read_request
@@ -98,7 +98,13 @@ def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | N
     Raises ProfilingOptionsError for bad options, a bad PROFILING_MODE, or an unusable
     output folder, so the mistake surfaces before the first training step.
     """
-    environ = os.environ if environ is None else environ
+    try:
+        return _resolve(session_config, os.environ if environ is None else environ)
+    except ProfilingOptionsError as exc:
+        raise refuse_request(exc) from None
+
+
+def _resolve(session_config: Any, environ: Mapping[str, str]) -> Resolution | None:
     request = read_request(session_config)
     session_on = request.present and request.profiling_mode
     if session_on and request.profiling_options.strip():

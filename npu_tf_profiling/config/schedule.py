@@ -36,7 +36,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from npu_tf_profiling.config.errors import ProfilingOptionsError
+from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
 
 SCHEDULE_KEY = "schedule"
 START_STEP_KEY = "start_step"
@@ -45,6 +45,8 @@ APPLY_TO_KEY = "apply_to"
 APPLY_TO_TASK_TRACE = "task_trace"
 APPLY_TO_ALL = "all"
 APPLY_TO_VALUES = (APPLY_TO_TASK_TRACE, APPLY_TO_ALL)
+# Iteration numbers are int64 in the raw data; a window beyond that could never start.
+MAX_ITERATION = 2**63 - 1
 
 # Sub-keys in torch_npu's order, with torch_npu's defaults (None: required).
 SCHEDULE_FIELDS: dict[str, Optional[int]] = {"skip_first": 0, "wait": 0, "warmup": 0, "active": None, "repeat": 0}
@@ -64,7 +66,9 @@ class ScheduleAction(enum.Enum):
 
 def _whole(key: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ProfilingOptionsError(f"option '{key}': invalid value {value!r}; expected a whole number >= {minimum}")
+        raise ProfilingOptionsError(f"option '{key}': invalid value {shown(value)}; expected a whole number >= {minimum}")
+    if value > MAX_ITERATION:
+        raise ProfilingOptionsError(f"option '{key}': invalid value {shown(value)}; expected a whole number <= {MAX_ITERATION}")
     return value
 
 
@@ -102,7 +106,7 @@ def validate_schedule(key: str, value: Any) -> "ScheduleDict":
 
     def fail(problem: str) -> ProfilingOptionsError:
         return ProfilingOptionsError(
-            f"option '{key}': invalid value {value!r}: {problem}; expected an object of whole numbers like {_SCHEDULE_EXAMPLE} "
+            f"option '{key}': invalid value {shown(value)}: {problem}; expected an object of whole numbers like {_SCHEDULE_EXAMPLE} "
             "(active >= 1 required; skip_first, wait, warmup, repeat >= 0, default 0; repeat 0 = until the end)"
         )
 
@@ -125,7 +129,9 @@ def validate_schedule(key: str, value: Any) -> "ScheduleDict":
         item = value[sub]
         low = 1 if sub == "active" else 0
         if isinstance(item, bool) or not isinstance(item, int) or item < low:
-            raise fail(f"'{sub}' must be a whole number >= {low}, got {item!r}")
+            raise fail(f"'{sub}' must be a whole number >= {low}, got {shown(item)}")
+        if item > MAX_ITERATION:
+            raise fail(f"'{sub}' must be a whole number <= {MAX_ITERATION}, got {shown(item)}")
         out[sub] = item
     return ScheduleDict(out)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from npu_tf_profiling.graph_points import optypes
 from npu_tf_profiling.graph_points.index import GraphIndex, ids_in, mask_of
+from npu_tf_profiling.raw_format.training_frame import MAX_REDUCE_PAIRS
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,10 @@ def find_collectives(index: GraphIndex, in_step: bytes, backward: bytes, is_comp
         groups = _groups(index, ops, backward, after, is_compute)
         reasons.append(f"all_reduce = {len(ops)} communication op(s) fed by gradients in {len(groups)} group(s): "
                        "consecutive in topological order, split by backward compute ops")
+        if len(groups) > MAX_REDUCE_PAIRS:
+            reasons.append(f"warning: {len(groups)} all-reduce groups, and a step-trace row holds at most {MAX_REDUCE_PAIRS}: "
+                           f"groups {MAX_REDUCE_PAIRS} to {len(groups)} are timed as one (the last Reduce pair)")
+            groups = groups[: MAX_REDUCE_PAIRS - 1] + (tuple(op for group in groups[MAX_REDUCE_PAIRS - 1 :] for op in group),)
     if outside:
         reasons.append(f"{len(outside)} communication op(s) outside the backward pass "
                        f"(e.g. {index.names[outside[0]]}) are not listed in all_reduce")

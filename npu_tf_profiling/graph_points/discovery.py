@@ -117,13 +117,19 @@ class Discovery:
 
 
 def _index_notes(index: GraphIndex) -> list[str]:
-    """A warning when op inputs name ops the graph does not have."""
+    """Warnings for a graph TensorFlow could not run: inputs naming missing ops, cycles outside while loops."""
+    notes = []
     missing = index.missing_inputs
-    if not missing:
-        return []
-    shown = ", ".join(repr(m) for m in missing[:3])
-    return [f"warning: {len(missing)} op input(s) name ops missing from the graph "
-            f"(e.g. {shown}); the file may be truncated or hand-edited"]
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:3])
+        notes.append(f"warning: {len(missing)} op input(s) name ops missing from the graph "
+                     f"(e.g. {shown}); the file may be truncated or hand-edited")
+    cycles = index.cycle_breaks
+    if cycles:
+        shown = ", ".join(repr(index.names[i]) for i in cycles[:3])
+        notes.append(f"warning: the graph has {len(cycles)} cycle(s) that no while loop (NextIteration) makes, through {shown}: "
+                     "TensorFlow cannot run such a graph, and the order of the ops on a cycle (and so these points) is a guess")
+    return notes
 
 
 def analyse(graph: Any, *, train_op: str | None = None) -> Discovery:

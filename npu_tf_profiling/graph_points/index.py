@@ -67,7 +67,7 @@ class GraphIndex:
     __slots__ = (
         "graph_def", "names", "types", "_ids",
         "data_in", "data_port", "ctrl_in", "data_out", "ctrl_out",
-        "missing_inputs", "_topo_pos",
+        "missing_inputs", "_topo_pos", "_cycle_breaks",
     )
 
     def __init__(self, graph_def: Any) -> None:
@@ -152,6 +152,8 @@ class GraphIndex:
         # hand-edited file; discovery reports them, the walks ignore them.
         self.missing_inputs: tuple[str, ...] = tuple(dict.fromkeys(missing))
         self._topo_pos: list[int] | None = None
+        # Ops where a cycle not made by a while loop (NextIteration) was broken: a graph TensorFlow cannot run.
+        self._cycle_breaks: list[int] = []
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -311,6 +313,12 @@ class GraphIndex:
             self._topo_pos = self._compute_topo_pos()
         return self._topo_pos
 
+    @property
+    def cycle_breaks(self) -> list[int]:
+        """Ops of cycles that do not pass a NextIteration (a malformed graph), one per cycle broken."""
+        _ = self.topo_pos
+        return self._cycle_breaks
+
     def _compute_topo_pos(self) -> list[int]:
         types = self.types
         back = [t in BACK_EDGE_TYPES for t in types]
@@ -344,6 +352,7 @@ class GraphIndex:
             if not heap:
                 # A cycle not through NextIteration: release the lowest-id op left.
                 stuck = next(i for i in range(count) if pos[i] < 0 and indegree[i] > 0)
+                self._cycle_breaks.append(stuck)
                 indegree[stuck] = 0
                 heapq.heappush(heap, stuck)
             i = heapq.heappop(heap)

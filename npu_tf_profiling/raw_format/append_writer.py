@@ -22,6 +22,8 @@ import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
+from npu_tf_profiling.raw_format import own_files
+
 # Seconds between checks that the file still exists (one fstat; the appends in between cost nothing extra).
 DELETION_CHECK_INTERVAL_S = 1.0
 _COPY_CHUNK = 1 << 20
@@ -33,6 +35,8 @@ class StorageBudget:
     def __init__(self, limit_bytes: int | None) -> None:
         self.limit_bytes = limit_bytes
         self.used_bytes = 0
+        # The stop reasons already shown: the folder's writers share one limit, so reaching it is said once.
+        self.reasons_shown: set[str] = set()
 
     def allows(self, size: int) -> bool:
         return self.limit_bytes is None or self.used_bytes + size <= self.limit_bytes
@@ -76,9 +80,9 @@ class AppendOnlyWriter:
         return True
 
     def _open(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        own_files.make_dir(self.path.parent)
         # Readable too: after a deletion the records are copied back from this descriptor.
-        return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        return own_files.open_append(self.path)
 
     def _recreate_if_deleted(self) -> None:
         """If the file lost its last name, write it again from the descriptor (raises OSError)."""
@@ -105,6 +109,10 @@ class AppendOnlyWriter:
 
     def _stop(self, reason: str) -> None:
         self.stopped_reason = reason
+        if reason in self._budget.reasons_shown:
+            self._close_fd()
+            return
+        self._budget.reasons_shown.add(reason)
         warnings.warn(
             f"npu_tf_profiling: collection stopped: {reason}. Training continues; the data written so far stays reportable.",
             RuntimeWarning,

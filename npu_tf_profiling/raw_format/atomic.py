@@ -4,15 +4,18 @@ Reports and metadata are rewritten while other processes may read them, and the
 writer may be killed at any moment. So a file is written under a temporary name
 in its own folder, flushed and fsync'ed, then moved into place with
 ``os.replace``: a reader sees the old file or the new one, never half of one,
-and a failed write leaves no temporary file behind.
+and a failed write leaves no temporary file behind. Names are taken and
+replaced through ``own_files``: a planted link at the final name is refused,
+never replaced, and the file gets the umask's mode like every other.
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, Any, Optional
+
+from npu_tf_profiling.raw_format import own_files
 
 
 class AtomicFile:
@@ -24,9 +27,8 @@ class AtomicFile:
 
     def __init__(self, path: Path, *, encoding: Optional[str] = "utf-8") -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        self.tmp = Path(tmp)
+        own_files.make_dir(self.path.parent)
+        fd, self.tmp = own_files.create_temp(self.path.parent, prefix=f".{self.path.name}.")
         mode = "wb" if encoding is None else "w"
         self.handle: IO[Any] = os.fdopen(fd, mode, **({} if encoding is None else {"encoding": encoding, "newline": ""}))
 
@@ -36,7 +38,7 @@ class AtomicFile:
             self.handle.flush()
             os.fsync(self.handle.fileno())
             self.handle.close()
-            os.replace(self.tmp, final)
+            own_files.replace(self.tmp, final)
         except BaseException:
             self.abort()
             raise

@@ -15,3 +15,14 @@ class RawDataWarning(UserWarning):
 
     A dedicated category lets tests and callers filter or escalate exactly these.
     """
+
+
+class ForeignFileError(OSError):
+    """A name the package would write is a file it did not create (a symlink, a FIFO, ...): refused.
+
+    An OSError, so every writer's "one warning, training goes on" handling applies;
+    the message names the path and what it is (``own_files``).
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)

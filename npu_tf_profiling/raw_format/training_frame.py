@@ -30,6 +30,13 @@ HEADER_SIZE = _HEADER.size
 _FLAG_FP, _FLAG_BP, _FLAG_STEP = 1, 2, 4
 # `step` of a row whose graph has no global step.
 NO_STEP = np.iinfo(np.int64).min
+# The most start/end pairs a row carries: the runtime stamps at most this many data inputs, and
+# times the all-reduce groups past MAX_REDUCE_PAIRS - 1 as one (graph_points.collectives). A frame
+# claiming more is crafted or damaged: its rows are read, the pairs past these left out, with a warning.
+MAX_GET_NEXT_PAIRS = 64
+MAX_REDUCE_PAIRS = 1024
+# A time outside [1970, 2100) in µs since the epoch is no clock reading; readers leave it out, with a warning.
+PLAUSIBLE_US = (0.0, 4_102_444_800_000_000.0)
 
 
 @dataclass(frozen=True)

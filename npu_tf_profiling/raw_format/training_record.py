@@ -14,6 +14,9 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import BadRecordError
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -59,9 +62,11 @@ def optional_int(record: dict, key: str, required: bool) -> Optional[int]:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         # JSON writers sometimes emit 7.0; accept integral floats only.
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise BadRecordError(f"{key!r} is not an integer: {value!r}")
+        if not (isinstance(value, float) and value.is_integer()):
+            raise BadRecordError(f"{key!r} is not an integer: {value!r}")
+        value = int(value)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise BadRecordError(f"{key!r} is outside the 64-bit range the writer uses")
     return value
 
 

@@ -66,8 +66,9 @@ def is_prof_dir(path: Path) -> bool:
 def find_prof_dirs(path: Path | str) -> list[Path]:
     """The PROF folders a user may mean by ``path``: itself, or the PROF_* folders in it.
 
-    Raises ``BadInputError`` if ``path`` is missing, not a folder, or neither a
-    PROF folder nor an output folder holding some.
+    Raises ``BadInputError`` if ``path`` is missing, not a folder, or a device
+    folder (a mistake in the path), and ``NothingFoundError`` for a folder that
+    holds no PROF folder (yet): ``cluster`` answers an empty folder the same way.
     """
     path = Path(path)
     if not path.exists():
@@ -80,7 +81,7 @@ def find_prof_dirs(path: Path | str) -> list[Path]:
     if not found and path.name.startswith(layout.DEVICE_DIR_PREFIX):
         raise BadInputError(f"{path}: a device folder; give its parent PROF_* folder ({path.parent})")
     if not found:
-        raise BadInputError(
+        raise NothingFoundError(
             f"{path}: not a {layout.PROF_DIR_PREFIX}* folder, and holds none "
             f"(expected {layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/{layout.DEVICE_DIR_PREFIX}<id>/...)"
         )

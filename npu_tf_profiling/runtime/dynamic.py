@@ -33,6 +33,10 @@ from pathlib import Path
 from typing import Mapping
 
 from npu_tf_profiling.config import ENV_MODE, ProfilingOptions, ProfilingOptionsError, Resolution
+from npu_tf_profiling.config.notices import warn_user
+from npu_tf_profiling.config.schedule import CollectionWindow
+from npu_tf_profiling.raw_format import own_files
+from npu_tf_profiling.raw_format.errors import ForeignFileError
 from npu_tf_profiling.runtime.collection import Collection
 from npu_tf_profiling.runtime.device import device_id
 
@@ -81,7 +85,10 @@ def dynamic_config_path(environ: Mapping[str, str] | None = None) -> Path | None
         raise ProfilingOptionsError(
             f"{ENV_MODE}=dynamic needs {ENV_DYNAMIC_CONFIG}=/path/to/{DEFAULT_FILE_NAME} (the file the job watches)"
         )
-    path = Path(raw).expanduser().absolute()
+    try:
+        path = Path(raw).expanduser().absolute()
+    except RuntimeError:  # ~user of no such user
+        raise ProfilingOptionsError(f"{ENV_DYNAMIC_CONFIG}={raw!r}: {raw.split('/', 1)[0]!r} names no user with a home folder") from None
     return path / DEFAULT_FILE_NAME if path.is_dir() else path
 
 
@@ -98,13 +105,10 @@ class DynamicController:
         self._latest: ProfilingOptions | None = None  # the file's latest valid content, window or not
         self._lock = threading.Lock()
         self._next_poll = 0.0
+        self._log_refused = False
+        self._latest_iteration = 0  # the newest iteration the job has recorded, for windows already past
         if not path.exists():
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(TEMPLATE, indent=2) + "\n", encoding="utf-8")
-                self._log("INFO", f"template written to {path}; {TEMPLATE_HELP}")
-            except OSError as exc:
-                raise ProfilingOptionsError(f"{ENV_DYNAMIC_CONFIG}: cannot create {path}: {exc}") from None
+            self._write_template()
         self._mtime = self._stat()
         self._latest = self._read_quietly()
         self._log("INFO", f"watching {path} every {poll_interval_s:g} s")
@@ -132,6 +136,7 @@ class DynamicController:
 
     def after_iteration(self, iteration_id: int) -> None:
         """The recorder has seen iterations up to `iteration_id`: end the collection when its window is over."""
+        self._latest_iteration = max(self._latest_iteration, iteration_id)
         current = self.current
         if current is None or not current.done_after(iteration_id):
             return
@@ -164,6 +169,25 @@ class DynamicController:
         self.current = None
 
     # ----- internals ----------------------------------------------------------------------
+    def _write_template(self) -> None:
+        """Create the missing config file; a name that exists as a link (a dangling one too) is not written through."""
+        path = self.path
+        foreign = own_files.describe_foreign(path)
+        if foreign is not None:
+            raise ProfilingOptionsError(
+                f"{ENV_DYNAMIC_CONFIG}: {path} is {foreign}, which leads to no file; the template is not written "
+                "through it (point the variable at a real file, or remove the link)"
+            )
+        try:
+            if not path.parent.is_dir():
+                path.parent.mkdir(parents=True)
+            fd = own_files.create_new(path)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(TEMPLATE, indent=2) + "\n")
+        except OSError as exc:
+            raise ProfilingOptionsError(f"{ENV_DYNAMIC_CONFIG}: cannot create {path}: {exc.strerror or exc}") from None
+        self._log("INFO", f"template written to {path}; {TEMPLATE_HELP}")
+
     def _stat(self) -> int | None:
         try:
             return os.stat(self.path).st_mtime_ns
@@ -191,6 +215,11 @@ class DynamicController:
             if options.start_step is None and options.stop_step is None and options.schedule is None:
                 self._log("INFO", f"load json success; no window: nothing to collect ({TEMPLATE_HELP})")
                 return
+            window = CollectionWindow.from_options(options)
+            if window is not None and window.finished_after(self._latest_iteration):
+                self._log("WARNING", f"load json success, but the window ({window.describe()}) has already passed: the job is at "
+                                     f"iteration {self._latest_iteration}; nothing to collect, no folder made (set a later start_step)")
+                return
             resolution = Resolution(options=options, source=SOURCE_DYNAMIC, output_dir=options.resolve_output())
         except (ProfilingOptionsError, OSError, UnicodeDecodeError) as exc:
             self._log("ERROR", f"invalid config ignored: {exc}")
@@ -207,9 +236,16 @@ class DynamicController:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         line = f"{stamp},{int(time.time() * 1000) % 1000:03d} [{level}] [{os.getpid()}] {message}\n"
         try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log_path, "a", encoding="utf-8") as handle:
-                handle.write(line)
+            own_files.make_dir(self.log_path.parent)
+            fd = own_files.open_append(self.log_path)
+            try:
+                os.write(fd, line.encode("utf-8", "backslashreplace"))
+            finally:
+                os.close(fd)
+        except ForeignFileError as exc:
+            if not self._log_refused:  # the log is a courtesy: one warning, then the job goes on without it
+                self._log_refused = True
+                warn_user(f"npu_tf_profiling: the dynamic-profiling log is not written: {exc}")
         except OSError:
             pass  # the log is a courtesy; never let it hurt the job
 

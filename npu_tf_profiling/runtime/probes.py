@@ -39,7 +39,7 @@ import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints
 from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE  # discovery leaves these ops out
-from npu_tf_profiling.raw_format.training_frame import RecordShape
+from npu_tf_profiling.raw_format.training_frame import MAX_GET_NEXT_PAIRS, RecordShape
 from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
 
 # Data inputs fed from Python (feed_dict) have no in-graph read to time.
@@ -108,6 +108,8 @@ class GraphProbes:
     waited_ops: frozenset[str]
     # Ops that could not be rewired (control-flow context, or graph already loaded by a session).
     not_rewired: tuple[str, ...] = ()
+    # Sentences for the run's notes (what the probes leave out, and why).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -120,6 +122,7 @@ class _Builder:
     home_task: tuple[str, int, int] | None = None  # (job, replica, task) of the step's compute ops; None: one task
     waited: set[str] = field(default_factory=set)
     not_rewired: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     _model_deps: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def gate(self, after: Iterable[Wait], name: str) -> list[tf.Operation]:
@@ -367,6 +370,10 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
     get_op = builder.graph.get_operation_by_name
     stamps: list[tf.Tensor] = []
     reads = [get_op(n) for n in points.get_next if n in on_path and get_op(n).type not in FED_INPUT_TYPES]
+    if len(reads) > MAX_GET_NEXT_PAIRS:
+        builder.notes.append(f"{len(reads)} data inputs feed the step, and a step-trace row holds at most {MAX_GET_NEXT_PAIRS}: "
+                             f"GetNext is timed on the first {MAX_GET_NEXT_PAIRS} ({reads[MAX_GET_NEXT_PAIRS].name} and later are not)")
+        reads = reads[:MAX_GET_NEXT_PAIRS]
     read_ends: list[tf.Tensor] = []
     for op in reads:
         stamps.append(builder.start_stamp(op, "get_next_start"))
@@ -422,6 +429,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         iteration_end=train_op.name,
         waited_ops=frozenset(builder.waited),
         not_rewired=tuple(builder.not_rewired),
+        notes=tuple(builder.notes),
     )
 
 

@@ -432,7 +432,7 @@ class SessionProfiler:
                     "probes wait on, but could not be wired into, " + ", ".join(sorted(set(probes.not_rewired))[:5])
                     + ": their times may be late by the executor's scheduling (control-flow context, an op of another task, or the session ran before the model was complete)"
                 )
-            for reason in points.warnings:
+            for reason in (*points.warnings, *(probes.notes if probes is not None else ())):
                 collection.run.add_note(reason)
         self._state = _GraphState(points, probes, index, self._graph.version, _fingerprint(self._graph, points), {}, chosen)
         _GRAPH_STATES[self._graph] = self._state

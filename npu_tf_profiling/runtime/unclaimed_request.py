@@ -17,6 +17,7 @@ import atexit
 import os
 import sys
 
+from npu_tf_profiling.config.errors import requests_refused
 from npu_tf_profiling.config.resolution import ENV_MODE
 from npu_tf_profiling.runtime import profiling_run
 
@@ -29,6 +30,8 @@ def note_if_unclaimed() -> str | None:
         return None  # off, or dynamic mode (which watches its config file and logs there)
     if "tensorflow" not in sys.modules or _CLI_MODULE in sys.modules or profiling_run.runs_started():
         return None
+    if requests_refused():
+        return None  # the user saw why: the options error that refused the request
     return (
         f"npu_tf_profiling: {ENV_MODE}=true, but no tf.compat.v1 Session was created in this process, so nothing "
         "was profiled and no PROF_* folder was written. This package profiles graph-mode training "

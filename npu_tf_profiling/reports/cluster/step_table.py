@@ -143,13 +143,10 @@ def rank_rows(table: st.StepTraceTable) -> pd.DataFrame:
     fp = _f(frame[st.FP_START])
     bp = _f(frame[st.BP_END])
     start = end - it_time
-    k = table.n_reduce
-    if k:
-        rs = np.column_stack([_f(table.reduce_start(i)) for i in range(k)])
-        rd = np.column_stack([_f(table.reduce_duration(i)) for i in range(k)])
+    rs, rd = table.reduce_arrays()
+    if table.n_reduce:
         reduce_total = np.where(np.isnan(rd).all(axis=1), np.nan, np.nansum(rd, axis=1)) if len(frame) else np.zeros(0)
     else:
-        rs = rd = np.zeros((len(frame), 0))
         reduce_total = np.full(len(frame), np.nan)
     re = rs + rd
     communication = union_length(rs, re, start, end)

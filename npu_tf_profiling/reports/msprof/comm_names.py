@@ -16,6 +16,8 @@ so our tables carry the same key torch_npu's do.
 """
 from __future__ import annotations
 
+import functools
+
 WORLD_GROUP = "hccl_world_group"
 ALLREDUCE_OP_TYPE = "hcom_allReduce_"
 ALLREDUCE_API = "HcclAllreduce"
@@ -30,8 +32,12 @@ def op_name(model_id: int, step: int, group: int) -> str:
     return f"{ALLREDUCE_OP_TYPE}_{model_id}_{step}_{group}"
 
 
+@functools.lru_cache(maxsize=64)
 def group_hash(name: str) -> str:
-    """msprof-analyze's key of a communication group: two 32-bit hashes side by side, as text."""
+    """msprof-analyze's key of a communication group: two 32-bit hashes side by side, as text.
+
+    Cached: every all-reduce of a run names the same few groups.
+    """
     low = high = 0
     for char in name:
         code = ord(char)

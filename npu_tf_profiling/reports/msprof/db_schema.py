@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+
+from npu_tf_profiling.raw_format import own_files
 
 Columns = Sequence[tuple[str, str]]
 
@@ -116,8 +117,8 @@ def write_database(path: Path, tables: Mapping[str, Columns], rows: Mapping[str,
     a reader never sees half a database, and the temporary name does not match
     the ``ascend_pytorch_profiler_<rank>.db`` pattern tools look for.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    own_files.make_dir(path.parent)
+    fd, tmp = own_files.create_temp(path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
         conn = sqlite3.connect(tmp)
@@ -131,7 +132,7 @@ def write_database(path: Path, tables: Mapping[str, Columns], rows: Mapping[str,
             conn.commit()
         finally:
             conn.close()
-        os.replace(tmp, path)
+        own_files.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

@@ -63,7 +63,7 @@ def rank_folder_name(prof_dir: Path | str, host: str, rank: int) -> str:
     """
     name = Path(prof_dir).name
     match = _PROF_NAME.match(name)
-    safe_host = _UNSAFE.sub("-", host or "host").strip("-") or "host"
+    safe_host = _UNSAFE.sub("-", host or "host").strip("-.") or "host"  # no leading dot: never a hidden folder
     if match:
         pid, stamp, prof_id = match.groups()
         return f"{safe_host}_{pid}_{prof_id}_rank{rank}_{stamp}{ASCEND_PT_SUFFIX}"

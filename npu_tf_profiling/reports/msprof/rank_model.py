@@ -133,25 +133,20 @@ def _steps(table: st.StepTraceTable) -> pd.DataFrame:
 
 def _comm_ops(table: st.StepTraceTable) -> pd.DataFrame:
     frame = table.frame
-    parts = []
-    for k in range(table.n_reduce):
-        start = _float(table.reduce_start(k))
-        duration = _float(table.reduce_duration(k))
-        known = ~(np.isnan(start) | np.isnan(duration))
-        parts.append(
-            pd.DataFrame(
-                {
-                    "step": frame[st.ITERATION_ID_COL].astype("int64").to_numpy()[known],
-                    "model_id": frame[st.MODEL_ID].astype("int64").to_numpy()[known],
-                    "group": k + 1,
-                    "start_us": start[known],
-                    "end_us": (start + duration)[known],
-                }
-            )
-        )
-    if not parts:
+    if not table.n_reduce:
         return pd.DataFrame({c: pd.Series(dtype="float64" if c.endswith("_us") else "int64") for c in COMM_COLUMNS})
-    ops = pd.concat(parts, ignore_index=True)
+    start, duration = table.reduce_arrays()
+    known = ~(np.isnan(start) | np.isnan(duration))  # (rows, groups)
+    groups, rows = np.nonzero(known.T)  # group-major, as one frame per group concatenated would be
+    ops = pd.DataFrame(
+        {
+            "step": frame[st.ITERATION_ID_COL].astype("int64").to_numpy()[rows],
+            "model_id": frame[st.MODEL_ID].astype("int64").to_numpy()[rows],
+            "group": groups + 1,
+            "start_us": start[rows, groups],
+            "end_us": (start + duration)[rows, groups],
+        }
+    )
     return ops.sort_values(["start_us", "model_id", "step", "group"], kind="mergesort").reset_index(drop=True)
 
 

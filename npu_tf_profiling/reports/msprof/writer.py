@@ -23,11 +23,17 @@ from npu_tf_profiling.reports.msprof.profiler_db import write_profiler_db
 from npu_tf_profiling.reports.msprof.rank_model import RankModel, build_rank_model, device_table, host_of
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.task.table import load_device_tasks
+from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 
 
 def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
-    """Write one rank's folder; returns the written files (a stale kernel_details.csv is removed)."""
+    """Write one rank's folder; returns the written files (a stale kernel_details.csv is removed).
+
+    The folder's name is predictable and it sits in the user's output folder, so it
+    is made (or checked to be a real folder, not a planted link) before anything goes in.
+    """
+    own_files.make_dir(folder)
     out = names.profiler_output_dir(folder)
     texts: list[tuple[Path, Optional[str]]] = [
         (folder / names.profiler_info_name(model.rank), profiler_info.profiler_info_json(model)),
@@ -44,8 +50,7 @@ def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
     written = []
     for path, text in texts:
         if text is None:
-            if path.exists():
-                path.unlink()
+            own_files.remove(path)
             continue
         atomic_write_text(path, text)
         written.append(path)

@@ -25,7 +25,15 @@ import pandas as pd
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 from npu_tf_profiling.raw_format.metadata import read_json_object
-from npu_tf_profiling.raw_format.training_frame import NO_STEP, DamagedBytes, Frame, decode_frames
+from npu_tf_profiling.raw_format.training_frame import (
+    MAX_GET_NEXT_PAIRS,
+    MAX_REDUCE_PAIRS,
+    NO_STEP,
+    PLAUSIBLE_US,
+    DamagedBytes,
+    Frame,
+    decode_frames,
+)
 from npu_tf_profiling.raw_format.training_record import parse_record
 
 # Columns of the DataFrame returned by ``read_training_trace`` (in this order).
@@ -122,15 +130,43 @@ def read_training_trace(path: Path | str) -> TraceRead:
     return read_training_traces([path])
 
 
+def _warn_implausible(path: Path, notes: _FileNotes) -> None:
+    """One warning per file for the values left out as no clock reading, and one for pairs past the writer's bound."""
+    unit = "record" if path.suffix == ".bin" else "line"
+    if notes.implausible:
+        numbers = sorted(notes.implausible)
+        shown = ", ".join(str(n) for n in numbers[:_MAX_LINES_IN_WARNING]) + (", ..." if len(numbers) > _MAX_LINES_IN_WARNING else "")
+        low, high = PLAUSIBLE_US
+        warnings.warn(
+            f"{path}: {notes.implausible_values} time value(s) in {len(numbers)} {unit}(s) ({unit} {shown}) are negative, "
+            f"not finite or after the year 2100 (outside {low:.0f}..{high:.0f} µs since the epoch): left out (N/A)",
+            RawDataWarning,
+            stacklevel=4,
+        )
+    for what in notes.too_many_pairs:
+        warnings.warn(f"{path}: {what}", RawDataWarning, stacklevel=4)
+
+
+@dataclass
+class _FileNotes:
+    """What one file's reading left out without skipping a record: implausible times, pairs past the bound."""
+
+    implausible: set[int] = field(default_factory=set)
+    implausible_values: int = 0
+    too_many_pairs: list[str] = field(default_factory=list)
+
+
 def read_training_traces(paths: list[Path]) -> TraceRead:
     """Read the step-trace files of one device (binary and/or JSON lines) into one ``TraceRead``."""
     rows: list[dict[str, Any]] = []
     skipped: list[SkippedLine] = []
     for path in paths:
         data = Path(path).read_bytes()
-        file_rows, file_skipped = _frame_rows(data) if Path(path).suffix == ".bin" else _json_rows(data)
+        notes = _FileNotes()
+        file_rows, file_skipped = _frame_rows(data, notes) if Path(path).suffix == ".bin" else _json_rows(data, notes)
         if file_skipped:
             _warn_skipped(Path(path), file_skipped)
+        _warn_implausible(Path(path), notes)
         rows.extend(file_rows)
         skipped.extend(file_skipped)
     frame = _typed(pd.DataFrame(rows, columns=RAW_COLUMNS)) if rows else _empty_frame()
@@ -139,7 +175,7 @@ def read_training_traces(paths: list[Path]) -> TraceRead:
     return TraceRead(path=shown, frame=frame, skipped=skipped, id_source=id_source)
 
 
-def _json_rows(data: bytes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
+def _json_rows(data: bytes, notes: _FileNotes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
     """One row per JSON line.
 
     Blank lines are ignored. A line that is not valid UTF-8 JSON, or whose
@@ -168,37 +204,99 @@ def _json_rows(data: bytes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
         except ValueError as exc:
             skipped.append(SkippedLine(number, f"not a training_trace record: {exc}"))
             continue
+        if not _plausible(row[layout.K_ITERATION_END]):
+            skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is no clock reading ({row[layout.K_ITERATION_END]!r})"))
+            continue
+        for key, bound, what in ((layout.K_GET_NEXT, MAX_GET_NEXT_PAIRS, "GetNext"), (layout.K_REDUCE, MAX_REDUCE_PAIRS, "all-reduce")):
+            if len(row[key]) > bound:
+                notes.too_many_pairs.append(f"line {number} holds {len(row[key])} {what} pairs, and the writer writes at most {bound}: the first {bound} are read")
+                row[key] = row[key][:bound]
+        left_out = _blank_implausible(row)
+        if left_out:
+            notes.implausible.add(number)
+            notes.implausible_values += left_out
         row["line"] = number
         rows.append(row)
     return rows, skipped
 
 
-def _frame_rows(data: bytes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
-    """One row per binary record; a record without a finite iteration end is skipped, as in the JSON reader."""
+def _plausible(value: float | None) -> bool:
+    low, high = PLAUSIBLE_US
+    return value is not None and low <= value < high
+
+
+def _blank_implausible(row: dict[str, Any]) -> int:
+    """Set the times of a JSON record that are no clock reading to None; how many were."""
+    count = 0
+    for key in (layout.K_FP_START, layout.K_BP_END):
+        if row[key] is not None and not _plausible(row[key]):
+            row[key] = None
+            count += 1
+    for key in (layout.K_GET_NEXT, layout.K_REDUCE):
+        pairs = row[key]
+        for at, pair in enumerate(pairs):
+            kept = tuple(v if v is None or _plausible(v) else None for v in pair)
+            if kept != tuple(pair):
+                count += sum(1 for a, b in zip(kept, pair) if a != b)
+                pairs[at] = kept
+    return count
+
+
+def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
+    """One row per binary record; a record without a plausible iteration end is skipped, as in the JSON reader."""
     rows: list[dict[str, Any]] = []
     skipped: list[SkippedLine] = []
     for item in decode_frames(data):
         if isinstance(item, DamagedBytes):
             skipped.append(SkippedLine(item.record, f"{item.reason} at byte {item.offset}"))
             continue
-        rows.extend(_rows_of_frame(item, skipped))
+        rows.extend(_rows_of_frame(item, skipped, notes))
     return rows, skipped
 
 
-def _rows_of_frame(frame: Frame, skipped: list[SkippedLine]) -> list[dict[str, Any]]:
+def _plausible_times(frame: Frame, notes: _FileNotes) -> np.ndarray:
+    """The frame's times with every value that is no clock reading (negative, inf, past 2100) as NaN, noted."""
+    times = frame.rows["times"]
+    low, high = PLAUSIBLE_US
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(times) & ~((times >= low) & (times < high))
+    if not bad.any():
+        return times
+    # The iteration end decides whether the record is kept at all: its own check reports it.
+    counted = bad[:, :-1]
+    rows_with = np.flatnonzero(counted.any(axis=1))
+    notes.implausible.update((frame.first_record + rows_with).tolist())
+    notes.implausible_values += int(counted.sum())
+    return np.where(bad, np.nan, times)
+
+
+def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> list[dict[str, Any]]:
     shape = frame.shape
-    times = np.where(np.isfinite(frame.rows["times"]), frame.rows["times"], np.nan).tolist()
-    runs = frame.rows["run"].tolist()
-    steps = frame.rows["step"].tolist()
+    get_next_pairs = min(shape.get_next_pairs, MAX_GET_NEXT_PAIRS)
+    reduce_pairs = min(shape.reduce_pairs, MAX_REDUCE_PAIRS)
+    for what, claimed, kept in (("GetNext", shape.get_next_pairs, get_next_pairs), ("all-reduce", shape.reduce_pairs, reduce_pairs)):
+        if claimed > kept:
+            notes.too_many_pairs.append(
+                f"the frame at byte {frame.offset} claims {claimed} {what} pairs per record, and the writer writes at most "
+                f"{kept}: records {frame.first_record}..{frame.first_record + len(frame.rows) - 1} are read with the first {kept}"
+            )
+    times = _plausible_times(frame, notes)
     fp_at = 2 * shape.get_next_pairs
     bp_at = fp_at + shape.has_fp
     reduce_at = bp_at + shape.has_bp
+    # Only the columns kept (the pairs past the bound never reach Python objects).
+    columns = [*range(2 * get_next_pairs), *range(fp_at, reduce_at + 2 * reduce_pairs), times.shape[1] - 1]
+    kept_times = times[:, columns].tolist()
+    fp_at, bp_at = 2 * get_next_pairs, 2 * get_next_pairs + shape.has_fp
+    reduce_at = bp_at + shape.has_bp
+    runs = frame.rows["run"].tolist()
+    steps = frame.rows["step"].tolist()
     out = []
-    for index, (run, step, row_times) in enumerate(zip(runs, steps, times)):
+    for index, (run, step, row_times) in enumerate(zip(runs, steps, kept_times)):
         number = frame.first_record + index
         values = [None if value != value else value for value in row_times]  # NaN: not measured
         if values[-1] is None:
-            skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or not finite"))
+            skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or no clock reading"))
             continue
         out.append({
             "line": number,
@@ -208,8 +306,8 @@ def _rows_of_frame(frame: Frame, skipped: list[SkippedLine]) -> list[dict[str, A
             layout.K_FP_START: values[fp_at] if shape.has_fp else None,
             layout.K_BP_END: values[bp_at] if shape.has_bp else None,
             layout.K_ITERATION_END: values[-1],
-            layout.K_GET_NEXT: [(values[2 * i], values[2 * i + 1]) for i in range(shape.get_next_pairs)],
-            layout.K_REDUCE: [(values[reduce_at + 2 * i], values[reduce_at + 2 * i + 1]) for i in range(shape.reduce_pairs)],
+            layout.K_GET_NEXT: [(values[2 * i], values[2 * i + 1]) for i in range(get_next_pairs)],
+            layout.K_REDUCE: [(values[reduce_at + 2 * i], values[reduce_at + 2 * i + 1]) for i in range(reduce_pairs)],
         })
     return out
 
@@ -243,8 +341,20 @@ def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") ->
                 RawDataWarning,
                 stacklevel=3,
             )
-        ids.loc[group.index] = group[layout.K_RUN]
+        runs = group[layout.K_RUN]
         id_source[int(model_id)] = ID_FROM_RUN
+        if runs.is_unique:
+            ids.loc[group.index] = runs
+            continue
+        repeated = runs[runs.duplicated(keep=False)]
+        warnings.warn(
+            f"{source}: model {model_id}: the run counter repeats ({repeated.nunique()} value(s), e.g. run {repeated.iloc[0]} "
+            f"{int((runs == repeated.iloc[0]).sum())} times: two sessions of one graph, or crafted data); Iteration IDs "
+            f"number the {len(group)} records 1..{len(group)} in order of their iteration end instead",
+            RawDataWarning,
+            stacklevel=3,
+        )
+        ids.loc[group.index] = np.arange(1, len(group) + 1)
     frame[ITERATION_ID] = ids
     return frame, id_source
 

@@ -104,6 +104,18 @@ class StepTraceTable:
     def reduce_duration(self, k: int) -> pd.Series:
         return self.frame[reduce_duration_key(k)]
 
+    def reduce_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(Reduce Start, Reduce Duration) of every group as two (rows, n_reduce) float arrays, NaN where unknown.
+
+        One conversion of all the columns: callers that walk every group stay fast on wide tables.
+        """
+        if self.n_reduce == 0:
+            empty = np.zeros((len(self.frame), 0))
+            return empty, empty
+        starts = self.frame[[reduce_start_key(k) for k in range(self.n_reduce)]]
+        durations = self.frame[[reduce_duration_key(k) for k in range(self.n_reduce)]]
+        return (starts.to_numpy(dtype="float64", na_value=np.nan), durations.to_numpy(dtype="float64", na_value=np.nan))
+
     def total_reduce(self) -> pd.Series:
         """Per row, the summed Reduce Duration over all groups (NA when none measured)."""
         if self.n_reduce == 0:
@@ -145,19 +157,45 @@ def to_whole_us(values: Iterable[Optional[float]] | pd.Series) -> pd.Series:
     return np.floor(series + 0.5).astype("Int64")
 
 
-def _span(pairs: Sequence[tuple[Optional[float], Optional[float]]]) -> tuple[Optional[float], Optional[float]]:
-    """GetNext span of one iteration: earliest start, latest end.
+def _whole_us_array(values: np.ndarray) -> np.ndarray:
+    """Float µs (NaN: missing) rounded half up to whole µs, still float64 (NaN kept)."""
+    return np.floor(values + 0.5)
+
+
+def _int64_column(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """A float64 array of whole numbers (NaN: missing) as a nullable Int64 column."""
+    missing = np.isnan(values)
+    return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
+
+
+def pair_matrix(
+    lists: Sequence[Sequence[tuple[Optional[float], Optional[float]]]], width: int, padding: tuple[float, float] = (np.nan, np.nan)
+) -> np.ndarray:
+    """Per-record lists of (start, end) pairs as one (records, width, 2) float array.
+
+    A missing value is NaN; the places past a record's own pairs hold ``padding``.
+    """
+    out = np.empty((len(lists), width, 2))
+    out[:, :] = padding
+    for row, pairs in enumerate(lists):
+        if pairs:
+            count = min(len(pairs), width)
+            out[row, :count] = np.asarray(pairs[:count], dtype=np.float64)
+    return out
+
+
+def _spans(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GetNext span of each iteration: earliest start, latest end.
 
     If any pair lacks its start (or end), the earliest start (latest end) is
     unknown, so it is reported missing rather than guessed from the others.
     """
-    if not pairs:
-        return None, None
-    starts = [p[0] for p in pairs]
-    ends = [p[1] for p in pairs]
-    start = None if any(s is None for s in starts) else min(starts)
-    end = None if any(e is None for e in ends) else max(ends)
-    return start, end
+    if pairs.shape[1] == 0:
+        return np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+    # NaN propagates (one unknown makes it unknown); the padding (+inf starts, -inf ends) never wins, and
+    # a record with no pairs at all keeps it, which means unknown too.
+    start, end = pairs[:, :, 0].min(axis=1), pairs[:, :, 1].max(axis=1)
+    return np.where(np.isinf(start), np.nan, start), np.where(np.isinf(end), np.nan, end)
 
 
 def max_reduce_groups(raw: pd.DataFrame) -> int:
@@ -207,18 +245,19 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
         },
         index=index,
     )
-    reduce_lists = raw[layout.K_REDUCE].tolist()
+    # Every pair column at once (one array per kind): a frame of thousands of groups stays one numpy pass.
+    reduce = _whole_us_array(pair_matrix(raw[layout.K_REDUCE].tolist(), n_reduce))
+    get_next = raw[layout.K_GET_NEXT].tolist()
+    gn_width = max(map(len, get_next), default=0)
+    gn_start, gn_end = (_whole_us_array(a) for a in _spans(pair_matrix(get_next, gn_width, padding=(np.inf, -np.inf))))
+    added: dict[str, pd.arrays.IntegerArray] = {}
     for k in range(n_reduce):
-        starts = to_whole_us([r[k][0] if len(r) > k else None for r in reduce_lists])
-        ends = to_whole_us([r[k][1] if len(r) > k else None for r in reduce_lists])
-        frame[reduce_start_key(k)] = starts.set_axis(index)
-        frame[reduce_duration_key(k)] = (ends - starts).set_axis(index)
-    spans = [_span(pairs) for pairs in raw[layout.K_GET_NEXT].tolist()]
-    gn_start = to_whole_us([s for s, _ in spans]).set_axis(index)
-    gn_end = to_whole_us([e for _, e in spans]).set_axis(index)
-    frame[GETNEXT_START] = gn_start
-    frame[GETNEXT_END] = gn_end
-    frame[GETNEXT_TIME] = gn_end - gn_start
+        added[reduce_start_key(k)] = _int64_column(reduce[:, k, 0])
+        added[reduce_duration_key(k)] = _int64_column(reduce[:, k, 1] - reduce[:, k, 0])
+    added[GETNEXT_START] = _int64_column(gn_start)
+    added[GETNEXT_END] = _int64_column(gn_end)
+    added[GETNEXT_TIME] = _int64_column(gn_end - gn_start)
+    frame = pd.concat([frame, pd.DataFrame(added, index=index)], axis=1)
     return StepTraceTable(frame=frame[_internal_columns(n_reduce)], n_reduce=n_reduce, has_previous=has_previous)
 
 

@@ -40,6 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.task.classify import TASK_TYPES
@@ -99,7 +100,7 @@ class SplitTimelineWriter:
         self._used = 0
         self._pids: set[int] = set()
         self._tracks: set[tuple[int, int]] = set()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        own_files.make_dir(self.out_dir)
 
     # ----- metadata ---------------------------------------------------------------------------
     def add_process(self, pid: int, events: Sequence[dict[str, Any]]) -> None:
@@ -185,8 +186,8 @@ class SplitTimelineWriter:
             part.commit(final)
         keep = set(finals)
         for stale in [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json", *self.out_dir.glob(f"{MSPROF_STEM}_{self.timestamp}_*.json")]:
-            if stale not in keep and stale.exists() and _is_part_name(stale.name, self.timestamp):
-                stale.unlink()
+            if stale not in keep and _is_part_name(stale.name, self.timestamp):
+                own_files.remove(stale)
         return TimelineParts(paths=finals, events=list(self._counts), budget_bytes=self.budget)
 
     def abort(self) -> None:
