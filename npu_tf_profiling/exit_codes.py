@@ -1,9 +1,10 @@
-"""The exit codes every `npu-tf-prof` sub-command returns, in one place.
+"""Every exit code the package gives, in one place: the `npu-tf-prof` sub-commands', and a lost rank's.
 
 They sit at the bottom of the import graph so a sub-command in any room can use
 them without importing the CLI (which loads sub-commands, not the reverse).
 """
 EXIT_OK = 0
+EXIT_RANK_LOST = 1  # a training process whose peer rank is gone (bridge.rank_session's watchdog ends it)
 EXIT_BAD_INPUT = 2  # missing/corrupt file, bad arguments, a name not in the graph
 EXIT_NOT_FOUND = 3  # the input was readable but held nothing to report (no fp/bp, no iterations)
 EXIT_BROKEN_PIPE = 141  # stdout closed early (`... | head`): 128 + SIGPIPE, what the shell reports for cat or grep

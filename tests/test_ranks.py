@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from npu_tf_profiling.exit_codes import EXIT_RANK_LOST
 from npu_tf_profiling.bridge import hccl_ops, rank_session
 from npu_tf_profiling.bridge.distributed import (
     NPUBroadcastGlobalVariablesHook,
@@ -413,7 +414,7 @@ def test_watchdog_ends_a_run_stuck_past_the_timeout_when_a_rank_is_gone(peers_al
     alive, dead = peers_alive_and_dead
     monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "0.2")
     exits: list[int] = []
-    for setup, expected in ((alive, []), (dead, [rank_session.EXIT_RANK_LOST])):
+    for setup, expected in ((alive, []), (dead, [EXIT_RANK_LOST])):
         watchdog = rank_session._Watchdog(exit_process=exits.append, grace_s=0.0)
         token = watchdog.run_started()
         watchdog.start(setup)

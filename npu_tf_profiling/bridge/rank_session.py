@@ -43,13 +43,13 @@ from npu_tf_profiling.bridge.ranks import (
     multi_rank_requested,
     rank_setup,
 )
+from npu_tf_profiling.exit_codes import EXIT_RANK_LOST
 from npu_tf_profiling.runtime.tf_hook import when_session_module_loads
 
 _MARK = "__npu_tf_profiling_ranks__"
 PROBE_TIMEOUT_S = 2.0
 WATCHDOG_GRACE_S = 10.0
 """A run may outlive HCCL_EXEC_TIMEOUT by this much (the collective's own timeout fires first) before the watchdog acts."""
-EXIT_RANK_LOST = 1
 
 
 class RankFailureError(RuntimeError):

@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Sequence, Union
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints
-from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE  # discovery leaves these ops out
+from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE, is_own_op  # discovery leaves these ops out
 from npu_tf_profiling.raw_format.training_frame import MAX_GET_NEXT_PAIRS, RecordShape
 from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
 
@@ -155,14 +155,14 @@ class _Builder:
         """A clock read once everything in `after` is done (see `gate`)."""
         waits = list(after)
         model_ops = {(w.op if isinstance(w, tf.Tensor) else w).name for w in waits}
-        model_ops = {n for n in model_ops if not n.startswith(PROBE_SCOPE)}
+        model_ops = {n for n in model_ops if not is_own_op(n)}
         self.waited.update(model_ops)
         with tf.control_dependencies(self.gate(waits, name + "_after")):
             stamp = self.clock(name)
         # The model ops this stamp (transitively) waits on, for the rewiring safety check.
         probes = [(w.op if isinstance(w, tf.Tensor) else w).name for w in waits]
         self._model_deps[stamp.op.name] = frozenset(model_ops).union(
-            *(self._model_deps.get(n, frozenset()) for n in probes if n.startswith(PROBE_SCOPE))
+            *(self._model_deps.get(n, frozenset()) for n in probes if is_own_op(n))
         )
         return stamp
 
@@ -277,7 +277,7 @@ def _finished(op: tf.Operation) -> list[Wait]:
 
 
 def _is_probe(op: tf.Operation) -> bool:
-    return op.name.startswith(PROBE_SCOPE)
+    return is_own_op(op.name)
 
 
 def _producers(op: tf.Operation) -> list[tf.Operation]:
@@ -296,7 +296,7 @@ def _producers(op: tf.Operation) -> list[tf.Operation]:
 def _consumers(op: tf.Operation) -> list[tf.Operation]:
     unique: dict[str, tf.Operation] = {}
     for consumer in [c for t in op.outputs for c in t.consumers()] + list(op._control_outputs):
-        if not consumer.name.startswith(PROBE_SCOPE):
+        if not is_own_op(consumer.name):
             unique.setdefault(consumer.name, consumer)
     return list(unique.values())
 
@@ -339,14 +339,16 @@ def _outside_control_flow(op: tf.Operation) -> bool:
 
 def build_probes(
     graph: tf.Graph, points: TracePoints, index: GraphIndex, *, user_bp: bool, may_rewire: bool, clock: Clock = timestamp_clock,
-    step_shared: bool = False,
+    step_shared: bool = False, tables: str | None = None,
 ) -> GraphProbes:
     """Add the probe ops for `points` to `graph` (temporarily unfinalising a finalised graph).
 
     Points that are not ancestors of the train op are left out (a probe there would
     make the training step run an op it does not run). `user_bp`: the user named
     bp_point, so BP End is that op's end rather than "all gradients ready". `step_shared`: other
-    sessions may write the global step (see `ring`).
+    sessions may write the global step (see `ring`). `tables`: a tf.function's ring tables (see
+    `ring.build_ring`); its rows then carry no global step (a function's step variable is a capture,
+    and the run counter numbers its iterations).
     """
     if points.iteration_end is None:
         raise ValueError("cannot build probes without an iteration end (train op)")
@@ -360,13 +362,14 @@ def build_probes(
             compute = [n for n in (points.fp, *sorted(data_inputs)) if n is not None and n in on_path]
             home = _task_of(graph.get_operation_by_name(compute[0])) if compute else None
             builder = _Builder(graph, index, may_rewire, clock, data_inputs, home)
-            return _build(builder, points, on_path, user_bp, step_shared)
+            return _build(builder, points, on_path, user_bp, step_shared, tables)
     finally:
         if finalized:
             graph.finalize()
 
 
-def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user_bp: bool, step_shared: bool) -> GraphProbes:
+def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user_bp: bool, step_shared: bool,
+           tables: str | None) -> GraphProbes:
     get_op = builder.graph.get_operation_by_name
     stamps: list[tf.Tensor] = []
     reads = [get_op(n) for n in points.get_next if n in on_path and get_op(n).type not in FED_INPUT_TYPES]
@@ -411,12 +414,13 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
     waits: list[Wait] = [t for t in train_op.inputs if t.op.type not in FED_INPUT_TYPES] + list(train_op.control_inputs) if gated else [train_op]
     builder.waited.update((w.op if isinstance(w, tf.Tensor) else w).name for w in waits)
     before_end = builder.gate(waits + chain_tail + reduce_ends, "iteration_ready")
-    has_step = points.global_step is not None
+    has_step = points.global_step is not None and tables is None
     ring = build_ring(
         before_end,
         lambda after: builder.stamp(after, "iteration_end"),
         stamps,
         GlobalStep(points.global_step, train_op, gated, step_shared) if has_step else None,
+        tables,
     )
     if gated:
         train_op._add_control_input(ring.write)

@@ -73,15 +73,31 @@ _ASSIGNMENTS = ("AssignVariableOp", "Assign")
 
 @dataclass(frozen=True)
 class RingOps:
-    """The ops one graph's recording uses."""
+    """The ops one graph's recording uses.
+
+    The reader's ops (``slots``, ``rows``, ``progress``) are None in a tf.function's
+    graph: a function takes no feeds, so its rows are read eagerly, by the tables'
+    names (``tables``, ``row_width``: see ``rows_table_name``).
+    """
 
     write: tf.Operation  # records this run's row (its last op)
     row: tf.Tensor  # this run's row, fetched on the few runs that need it at once
-    slots: tf.Tensor  # fed with the slots to read: a drain reads the rows it expects, not the whole table
-    rows: tf.Tensor  # the rows at `slots`, [n, width]; a slot never written reads as NaN
-    progress: tf.Tensor  # int64: the last key written (keyed_by_step: the global step now; else the counter)
+    slots: tf.Tensor | None  # fed with the slots to read: a drain reads the rows it expects, not the whole table
+    rows: tf.Tensor | None  # the rows at `slots`, [n, width]; a slot never written reads as NaN
+    progress: tf.Tensor | None  # int64: the last key written (keyed_by_step: the global step now; else the counter)
     has_step: bool  # the row carries the global step (as its key when keyed_by_step)
     keyed_by_step: bool
+    tables: str = ""  # the shared name the tables' names start with
+    row_width: int = 0
+
+
+def rows_table_name(tables: str, row_width: int) -> str:
+    """The rows table of one row width: graphs sharing a counter (traces of one function) may differ in width."""
+    return f"{tables}_rows{row_width}"
+
+
+def counter_table_name(tables: str) -> str:
+    return f"{tables}_counter"
 
 
 @dataclass(frozen=True)
@@ -116,24 +132,29 @@ def build_ring(
     end_stamp: Callable[[list[tf.Operation]], tf.Tensor],
     stamps: list[tf.Tensor],
     global_step: GlobalStep | None,
+    tables: str | None = None,
 ) -> RingOps:
     """Build the row and its write, chained after `before_end`.
 
     `end_stamp(after)` makes the iteration end stamp. The caller runs this inside the
-    probes' name scope and device.
+    probes' name scope and device. `tables`: the tables' shared name, given for a
+    tf.function (every trace of one function counts on one counter, and no reader
+    ops are built in it); by default one unique to this graph.
     """
     graph = tf.compat.v1.get_default_graph()
-    shared = f"{graph.unique_name('ring')}_{uuid.uuid4().hex}"  # the tables' name: see the module docstring
+    in_function = tables is not None
+    shared = tables if in_function else f"{graph.unique_name('ring')}_{uuid.uuid4().hex}"  # see the module docstring
     keyed_by_step = _is_unit_increment(graph, global_step)
     carries_step = global_step is not None and not keyed_by_step  # the row holds the step next to its counter key
     row_shape = tf.TensorShape([int(carries_step) + len(stamps) + 2])
+    rows_name = rows_table_name(shared, row_shape[0])
     if keyed_by_step:
         with tf.control_dependencies(None):  # the start of the step: it waits on the step variable alone
             early = _Chain([])
             step = early.add(lambda: _read_step(graph, global_step.name))
             one = early.add(lambda: tf.constant(1, tf.int64, name="one"))  # the train op's increment (checked)
             key = early.add(lambda: tf.add(step, one, name="step_after"))
-            slot, key_value, table = _slot_key_table(early, key, shared, row_shape)
+            slot, key_value, table = _slot_key_table(early, key, rows_name, row_shape)
         end = end_stamp(before_end)
         chain = _Chain([end.op])
         head: list[tf.Tensor] = []
@@ -142,35 +163,37 @@ def build_ring(
         end = end_stamp(before_end)  # first: the row's own ops are not the model's iteration
         chain = _Chain([end.op])  # no op here is a root node: none starts with the step
         zero = chain.add(lambda: tf.constant(0, tf.int64, name="counter_key"))
-        counter = chain.add(lambda: _table(shared + "_counter", tf.int64, None, "counter"))
+        counter = chain.add(lambda: _table(counter_table_name(shared), tf.int64, None, "counter"))
         done = chain.add(lambda: tf.raw_ops.LookupTableFindV2(table_handle=counter, keys=zero, default_value=zero))
         one = chain.add(lambda: tf.constant(1, tf.int64, name="one"))
         key = chain.add(lambda: tf.add(done, one, name="seq"))
         chain.add(lambda: tf.raw_ops.LookupTableInsertV2(table_handle=counter, keys=zero, values=key, name="count"))
         head = [_step_after(graph, global_step, chain)] if carries_step else []
         progress_of = lambda: _find(  # noqa: E731
-            _table(shared + "_counter", tf.int64, None, "counter_reader"), tf.constant(0, tf.int64), tf.constant(0, tf.int64)
+            _table(counter_table_name(shared), tf.int64, None, "counter_reader"), tf.constant(0, tf.int64), tf.constant(0, tf.int64)
         )
-        slot, key_value, table = _slot_key_table(chain, key, shared, row_shape)
+        slot, key_value, table = _slot_key_table(chain, key, rows_name, row_shape)
     row = chain.add(lambda: tf.stack([key_value] + head + stamps + [end], name="row"))
     write = tf.raw_ops.LookupTableInsertV2(table_handle=table, keys=slot, values=row, name="write")
-    with tf.control_dependencies(None):  # the reader's handles wait on nothing: a drain runs no step
-        slots = tf.compat.v1.placeholder(tf.int64, [None], name="drain_slots")
-        nan = tf.fill(row.shape, tf.constant(float("nan"), tf.float64))
-        rows = _find(_table(shared, tf.float64, row.shape, "rows_reader"), slots, nan)
-        progress = progress_of()
+    slots = rows = progress = None
+    if not in_function:
+        with tf.control_dependencies(None):  # the reader's handles wait on nothing: a drain runs no step
+            slots = tf.compat.v1.placeholder(tf.int64, [None], name="drain_slots")
+            nan = tf.fill(row.shape, tf.constant(float("nan"), tf.float64))
+            rows = _find(_table(rows_name, tf.float64, row.shape, "rows_reader"), slots, nan)
+            progress = progress_of()
     return RingOps(
         write=write, row=row, slots=slots, rows=rows, progress=progress,
-        has_step=global_step is not None, keyed_by_step=keyed_by_step,
+        has_step=global_step is not None, keyed_by_step=keyed_by_step, tables=shared, row_width=int(row_shape[0]),
     )
 
 
-def _slot_key_table(chain: _Chain, key: tf.Tensor, shared: str, row_shape: tf.TensorShape) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+def _slot_key_table(chain: _Chain, key: tf.Tensor, rows_name: str, row_shape: tf.TensorShape) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """The row's slot (``key mod RING_ROWS``), the key as the row's first value, and the rows table's handle."""
     rows_in_ring = chain.add(lambda: tf.constant(RING_ROWS, tf.int64, name="ring_rows"))
     slot = chain.add(lambda: tf.math.floormod(key, rows_in_ring, name="slot"))
     key_value = chain.add(lambda: tf.cast(key, tf.float64, name="key"))
-    table = chain.add(lambda: _table(shared, tf.float64, row_shape, "rows_writer"))
+    table = chain.add(lambda: _table(rows_name, tf.float64, row_shape, "rows_writer"))
     return slot, key_value, table
 
 

@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse
 from npu_tf_profiling.runtime.collection import Collection
+from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
 from npu_tf_profiling.runtime.recorder import Recorder
@@ -234,7 +235,7 @@ class SessionProfiler:
     # ----- the wrapped Session API --------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None) -> Any:
         try:
-            plan = self._plans.get(_fetch_key(fetches) if not feed_dict else (_fetch_key(fetches), frozenset(feed_dict)), _NOT_CACHED)
+            plan = self._plans.get(fetch_key(fetches) if not feed_dict else (fetch_key(fetches), frozenset(feed_dict)), _NOT_CACHED)
         except TypeError:
             plan = _NOT_CACHED  # unhashable fetch structure: decide every time
         if plan is _NOT_CACHED:
@@ -267,7 +268,7 @@ class SessionProfiler:
             return None
         if self.state is SessionState.RECORDING:
             try:
-                key = _fetch_key(fetches) if not feed_dict else (_fetch_key(fetches), frozenset(feed_dict))
+                key = fetch_key(fetches) if not feed_dict else (fetch_key(fetches), frozenset(feed_dict))
                 self._plans[key] = plan
             except TypeError:
                 pass
@@ -360,7 +361,7 @@ class SessionProfiler:
     def _plan(self, fetches: Any, feed_dict: Any) -> bool | object:
         state = self._state
         assert state is not None
-        names = [_op_name(self._graph, e) for e in _fetch_leaves(fetches)]
+        names = [op_name(self._graph, e) for e in fetch_leaves(fetches)]
         names = [n for n in names if n is not None]
         if any(n not in state.index for n in names) and self._graph.version != state.index_version:
             state.index = GraphIndex.from_graph(self._graph)
@@ -370,7 +371,7 @@ class SessionProfiler:
         if state.points.iteration_end not in ancestors:
             return _STEP_WRITE if self._writes_keyed_step(ancestors) else False
         waited = state.probes.waited_ops if state.probes is not None else frozenset()
-        fed_ops = {_op_name(self._graph, k) for k in (feed_dict or {})}
+        fed_ops = {op_name(self._graph, k) for k in (feed_dict or {})}
         clash = sorted(fed_ops & waited)
         collection = self._source.poll()
         if clash and collection is not None:
@@ -452,56 +453,10 @@ class SessionProfiler:
         )
 
 
-_CONTAINERS = (list, tuple, dict)
-
-
 def _on_a_server(session: Any) -> bool:
     """Whether the session runs on a server's target (``grpc://...``), where other sessions (workers)
     may share its variables, the global step included; an in-process session's target is empty."""
     return bool(getattr(session, "sess_str", b""))
-
-
-def _fetch_key(fetches: Any) -> Hashable:
-    """A hashable key for the shape of `fetches` (tensors and ops are hashable by identity).
-
-    A lone tensor or op, the common case, is its own key: nothing is built per run.
-    """
-    if type(fetches) not in _CONTAINERS and not isinstance(fetches, _CONTAINERS):
-        return fetches  # an unhashable one makes the cache lookup raise TypeError: decided every time
-    if isinstance(fetches, dict):
-        return (dict, tuple((k, _fetch_key(v)) for k, v in fetches.items()))
-    return (type(fetches), tuple(_fetch_key(f) for f in fetches))
-
-
-def _fetch_leaves(fetches: Any) -> list[Any]:
-    """The leaves of a fetch structure, in any order.
-
-    Not `tf.nest.flatten`: it sorts dict keys, and MonitoredSession fetches a dict
-    keyed by hook objects, which do not sort.
-    """
-    leaves: list[Any] = []
-    stack = [fetches]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif item is not None:
-            leaves.append(item)
-    return leaves
-
-
-def _op_name(graph: tf.Graph, element: Any) -> str | None:
-    if isinstance(element, str):
-        try:
-            element = graph.as_graph_element(element, allow_tensor=True, allow_operation=True)
-        except (KeyError, ValueError, TypeError):
-            return None
-    if isinstance(element, tf.Operation):
-        return element.name
-    op = getattr(element, "op", None)
-    return op.name if isinstance(op, tf.Operation) else None
 
 
 def _fingerprint(graph: tf.Graph, points: TracePoints) -> str:
