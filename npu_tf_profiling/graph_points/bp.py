@@ -49,6 +49,7 @@ def _gradients_read(index: GraphIndex, updates: Updates, regions: Regions,
     gradient tensors it reads, resolved back through plumbing."""
     backward, after = regions.backward, collectives.after
     comm_mask = mask_of(len(index), collectives.ops)
+    gradient_mask = mask_of(len(index), updates.gradient_ops)
     per_consumer: dict[int, list[tuple[int, int]]] = {}
     for consumer in regions.gradient_updates + collectives.ops:
         found = []
@@ -57,9 +58,38 @@ def _gradients_read(index: GraphIndex, updates: Updates, regions: Regions,
         for src, port in pairs:
             if not backward[src] or comm_mask[src] or (after is not None and after[src]):
                 continue
-            found.append(_resolve(index, src, port, backward, after))
-        per_consumer[consumer] = found
+            resolved = _resolve(index, src, port, backward, after)
+            # An all-reduce's input is BP as upstream defines it (a packing concat included): only updates look further.
+            behind = [] if comm_mask[consumer] else _gradients_behind(index, resolved, gradient_mask, backward, comm_mask)
+            found.extend([_resolve(index, op, p, backward, after) for op, p in behind] or [resolved])
+        per_consumer[consumer] = list(dict.fromkeys(found))
     return per_consumer
+
+
+def _gradients_behind(index: GraphIndex, tensor: tuple[int, int], gradient_mask: bytearray, backward: bytes,
+                      comm_mask: bytearray) -> list[tuple[int, int]]:
+    """The gradient-scope tensors a value is computed from, when it is optimizer math (else []).
+
+    Optimizers that update by assignment (Keras' since 2.11, Keras 3: ``m.assign_add((g - m) * ...)``)
+    compute the value they write from the gradient in ops of their own scope; the
+    gradients end where backprop's scope (``gradient_tape/``, ``gradients/``) does.
+    Without this, BP End would fall after the optimizer's arithmetic.
+    """
+    op = tensor[0]
+    if gradient_mask[op] or comm_mask[op] or not any(gradient_mask):
+        return []
+    found: dict[tuple[int, int], None] = {}
+    seen = {op}
+    stack = [op]
+    while stack:
+        node = stack.pop()
+        for src, port in zip(index.data_in[node], index.data_port[node]):
+            if gradient_mask[src]:
+                found[(src, port)] = None
+            elif backward[src] and not comm_mask[src] and src not in seen:
+                seen.add(src)
+                stack.append(src)
+    return list(found)
 
 
 def _before_last_collective(index: GraphIndex, collectives: Collectives, per_consumer: dict[int, list[tuple[int, int]]],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -91,3 +92,39 @@ class Collection:
     def done_after(self, iteration_id: int) -> bool:
         """True once the window has nothing left to record after this iteration."""
         return self.window is not None and self.window.finished_after(iteration_id)
+
+
+class CollectionSource(Protocol):
+    """Where a session gets the Collection in force: fixed (static request) or a DynamicController."""
+
+    def poll(self) -> Collection | None: ...
+
+    def after_iteration(self, iteration_id: int) -> None: ...
+
+    def asked_points(self) -> dict[str, str]:
+        """{"fp_point": ..., "bp_point": ...} of the request in force ("" = automatic)."""
+        ...
+
+    def note(self, message: str) -> None:
+        """Tell the user a fact about what is profiled, where this source's user looks."""
+        ...
+
+
+@dataclass
+class StaticSource:
+    collection: Collection
+    fp_point: str = ""
+    bp_point: str = ""
+
+    def poll(self) -> Collection | None:
+        return self.collection
+
+    def after_iteration(self, iteration_id: int) -> None:
+        pass
+
+    def asked_points(self) -> dict[str, str]:
+        return {"fp_point": self.fp_point, "bp_point": self.bp_point}
+
+    def note(self, message: str) -> None:
+        """info.json's notes, and one warning at the user's line."""
+        self.collection.run.add_note(message)

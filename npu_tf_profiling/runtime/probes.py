@@ -386,7 +386,10 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
     chain_tail: list[tf.Tensor] = list(read_ends)
     has_fp = points.fp is not None and points.fp in on_path
     if has_fp:
-        fp_stamp = builder.start_stamp(get_op(points.fp), "fp_start", also_after=read_ends)
+        # After the data inputs the fp op reads (in a multi-replica graph, its own replica's, not the others').
+        feeding = builder.index.ancestors([points.fp])
+        own_reads = [end for end, read in zip(read_ends, reads) if read.name in feeding]
+        fp_stamp = builder.start_stamp(get_op(points.fp), "fp_start", also_after=own_reads)
         stamps.append(fp_stamp)
         chain_tail = [fp_stamp]
     bp_waits = _bp_waits(builder.graph, points, on_path, user_bp)

@@ -138,7 +138,7 @@ class ProfilingRun:
         }
         if self.resolution.ignored_env:
             # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
-            info["env_ignored"] = {"variables": dict(self.resolution.ignored_env), "reason": ignored_env_note(self.resolution.ignored_env)}
+            info["env_ignored"] = {"variables": dict(self.resolution.ignored_env), "reason": ignored_env_note(self.resolution.ignored_env, self.resolution.source)}
         path = layout.device_dir(self.prof_dir, self.device_id) / layout.INFO_FILE
         try:
             atomic_write_json(path, info)

@@ -444,3 +444,17 @@ def _drain_all() -> None:
 
 
 before_exit_reports(_drain_all)
+
+
+class BackgroundRead(Protocol):
+    """What the ring reader drains besides sessions' recorders (a tf.function's ring, `functions.reader`)."""
+
+    def read_in_background(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def read_in_the_background(reader: BackgroundRead) -> None:
+    """Drain `reader` each DRAIN_INTERVAL_S on the process's ring reader, and close it (its last rows) at exit."""
+    _LIVE.add(reader)  # type: ignore[arg-type]
+    _Reader.ensure_started()

@@ -46,9 +46,9 @@ def patch_session_module(module: ModuleType) -> None:
 def attach(session: Any, resolution: Any, dynamic_config: Any) -> None:
     """Attach profiling to a live session; a failure is a warning and the session runs unprofiled."""
     try:
-        from npu_tf_profiling.runtime.collection import Collection
+        from npu_tf_profiling.runtime.collection import Collection, StaticSource
         from npu_tf_profiling.runtime.dynamic import controller_for
-        from npu_tf_profiling.runtime.session_profiler import SessionProfiler, StaticSource
+        from npu_tf_profiling.runtime.session_profiler import SessionProfiler
 
         if resolution is not None:
             collection = Collection.start(resolution)

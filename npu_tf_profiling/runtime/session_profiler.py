@@ -34,12 +34,12 @@ import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Protocol
+from typing import Any, Callable, Hashable
 
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse
-from npu_tf_profiling.runtime.collection import Collection
+from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
@@ -48,42 +48,6 @@ from npu_tf_profiling.runtime.user_points import FALLBACK_KEY, ChosenPoints, cho
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
 MAX_DISCOVERY_ATTEMPTS = 8
-
-
-class CollectionSource(Protocol):
-    """Where a session gets the Collection in force: fixed (static request) or a DynamicController."""
-
-    def poll(self) -> Collection | None: ...
-
-    def after_iteration(self, iteration_id: int) -> None: ...
-
-    def asked_points(self) -> dict[str, str]:
-        """{"fp_point": ..., "bp_point": ...} of the request in force ("" = automatic)."""
-        ...
-
-    def note(self, message: str) -> None:
-        """Tell the user a fact about what is profiled, where this source's user looks."""
-        ...
-
-
-@dataclass
-class StaticSource:
-    collection: Collection
-    fp_point: str = ""
-    bp_point: str = ""
-
-    def poll(self) -> Collection | None:
-        return self.collection
-
-    def after_iteration(self, iteration_id: int) -> None:
-        pass
-
-    def asked_points(self) -> dict[str, str]:
-        return {"fp_point": self.fp_point, "bp_point": self.bp_point}
-
-    def note(self, message: str) -> None:
-        """info.json's notes, and one warning at the user's line."""
-        self.collection.run.add_note(message)
 
 
 @dataclass

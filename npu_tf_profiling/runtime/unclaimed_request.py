@@ -1,10 +1,11 @@
-"""At exit, one line when the environment asked for profiling and no session ever took the request.
+"""At exit, one line when the environment asked for profiling and nothing took the request.
 
 The ``PROFILING_MODE``/``PROFILING_OPTIONS`` request is read when a
 ``tf.compat.v1.Session`` is created (by the script, an Estimator or Keras in
-graph mode). TensorFlow 2 code that never creates one (eager ``model.fit``,
-``tf.function``, ``tf.config.run_functions_eagerly(True)``) runs unprofiled,
-and without this line its user would find no PROF folder and no word why.
+graph mode), or when TensorFlow 2 first traces a training step (a
+``tf.function``, Keras ``fit``). A step run eagerly (no ``tf.function``, or
+``tf.config.run_functions_eagerly(True)``) is never traced and runs unprofiled;
+without this line its user would find no PROF folder and no word why.
 
 Only processes that imported TensorFlow are concerned (a ``pip`` or ``npu-tf-prof
 report`` started from a shell that exports ``PROFILING_MODE`` is not a training
@@ -33,10 +34,11 @@ def note_if_unclaimed() -> str | None:
     if requests_refused():
         return None  # the user saw why: the options error that refused the request
     return (
-        f"npu_tf_profiling: {ENV_MODE}=true, but no tf.compat.v1 Session was created in this process, so nothing "
-        "was profiled and no PROF_* folder was written. This package profiles graph-mode training "
-        "(tf.compat.v1.Session, tf.estimator, Keras with eager execution disabled); eager TensorFlow 2 code "
-        "(model.fit with eager execution, tf.function, tf.config.run_functions_eagerly) has no Session to profile."
+        f"npu_tf_profiling: {ENV_MODE}=true, but no training step ran in a tf.compat.v1 Session or a traced "
+        "tf.function in this process, so nothing was profiled and no PROF_* folder was written. This package "
+        "profiles Sessions (tf.estimator, Keras in graph mode) and TensorFlow 2 training steps in tf.function "
+        "(custom loops, Keras model.fit); a step run eagerly (no tf.function, or tf.config.run_functions_eagerly(True)) "
+        "is not traced, so it cannot be profiled."
     )
 
 

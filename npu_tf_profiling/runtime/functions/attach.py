@@ -1,0 +1,153 @@
+"""Installing the tf.function transform, and the request the traced steps follow.
+
+The transform goes into TensorFlow's private ``FUNC_GRAPH_TRANSFORMS`` list
+(``tensorflow.python.eager.polymorphic_function.transform``) when TensorFlow
+loads. That module, its list, and the two places that call it are the same in
+every version checked (`CHECKED_VERSIONS`); on another version, or where the
+list is gone, nothing is installed, and a profiling request gets one warning
+saying why its TensorFlow 2 steps are not traced (the Session path still works).
+
+Which request the steps follow, decided at the first traced training step (so a
+bad request is an error before that step runs, at the user's `fit` or call):
+`start_tf2_profiling` when the script called it (the session-level entry of
+TensorFlow 2; it takes precedence over the env vars, as a session's options do),
+else ``PROFILING_MODE=true`` / ``PROFILING_OPTIONS``, else
+``PROFILING_MODE=dynamic`` (the controller the Session path uses too).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any, Mapping
+
+from npu_tf_profiling.config import ENV_MODE, Resolution
+from npu_tf_profiling.config.notices import warn_user
+from npu_tf_profiling.config.resolution import SOURCE_TF2, resolve_profiling, resolve_request
+from npu_tf_profiling.config.session_proto import SessionProfilingRequest
+
+TRANSFORM_MODULE = "tensorflow.python.eager.polymorphic_function.transform"
+CHECKED_VERSIONS = ((2, 15), (2, 16), (2, 17), (2, 18), (2, 19), (2, 20), (2, 21))
+
+_lock = threading.Lock()
+_installed: Any = None  # the StepTransform in TensorFlow's list, once installed
+_not_installed: str | None = None  # why not, once tried
+_explicit: Resolution | None = None
+_explicit_set = False
+_source: Any = None
+_source_decided = False
+
+
+def install_function_transform(tensorflow_module: Any = None) -> str | None:
+    """Put the transform into TensorFlow's list (once); the reason when it cannot be, else None."""
+    global _installed, _not_installed
+    with _lock:
+        if _installed is not None or _not_installed is not None:
+            return _not_installed
+        version = _version(sys.modules.get("tensorflow"))
+        if version is not None and version[:2] not in CHECKED_VERSIONS:
+            _not_installed = f"TensorFlow {'.'.join(map(str, version))} is not one this package was checked with (2.15 to 2.21)"
+            return _not_installed
+        try:
+            import importlib
+
+            transforms = importlib.import_module(TRANSFORM_MODULE).FUNC_GRAPH_TRANSFORMS
+        except (ImportError, AttributeError) as exc:
+            _not_installed = f"TensorFlow's graph-transform hook ({TRANSFORM_MODULE}.FUNC_GRAPH_TRANSFORMS) is missing ({exc})"
+            return _not_installed
+        _installed = _LoadedOnFirstTrace()
+        transforms.append(_installed)
+    return None
+
+
+class _LoadedOnFirstTrace:
+    """The list entry: it imports the transform (and TensorFlow's API with it) at the first trace.
+
+    It is installed while `import tensorflow` is still running, when that API is not all there yet.
+    """
+
+    def __init__(self) -> None:
+        self._transform: Any = None
+
+    def __call__(self, graph: Any) -> None:
+        if self._transform is None:
+            from npu_tf_profiling.runtime.functions.transform import StepTransform
+
+            self._transform = StepTransform(current_source)
+        self._transform(graph)
+
+
+def _version(module: Any) -> tuple[int, ...] | None:
+    text = getattr(module, "__version__", None)
+    if not text:
+        return None
+    parts = []
+    for piece in text.split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def start_tf2_profiling(profiling_options: str | bytes | Mapping[str, Any] | None = None, enable_profiling: bool = True) -> Resolution | None:
+    """Profile the TensorFlow 2 training steps traced from now on (`tf.function` loops, Keras `fit`).
+
+    ``profiling_options`` is the same options JSON (or a dict) as everywhere, checked now:
+    a bad one raises ProfilingOptionsError here. Like a session's options, these take
+    precedence over PROFILING_MODE/PROFILING_OPTIONS; ``enable_profiling=False`` (or
+    empty options with profiling on) leaves it to them, as upstream. Returns the
+    Resolution in force (None: profiling off). Steps traced before this call keep
+    what they had. The PROF folder is made at the first traced training step.
+    """
+    global _explicit, _explicit_set, _source, _source_decided
+    if isinstance(profiling_options, Mapping):
+        text = json.dumps(dict(profiling_options))
+    elif isinstance(profiling_options, bytes):
+        text = profiling_options.decode("utf-8", errors="replace")
+    else:
+        text = profiling_options or ""
+    resolution = resolve_request(SessionProfilingRequest(present=True, profiling_mode=bool(enable_profiling), profiling_options=text),
+                                 source=SOURCE_TF2)
+    with _lock:
+        _explicit, _explicit_set = resolution, True
+        _source, _source_decided = None, False
+    reason = install_function_transform()
+    if reason is not None and resolution is not None:
+        warn_user(f"npu_tf_profiling: TensorFlow 2 steps are not traced: {reason}; Session-based training still is")
+    return resolution
+
+
+def current_source() -> Any:
+    """The CollectionSource the next traced step follows, or None (decided once; see the module docstring)."""
+    global _source, _source_decided
+    with _lock:
+        if _source_decided:
+            return _source
+        _source = _decide_source()
+        _source_decided = True
+        return _source
+
+
+def _decide_source() -> Any:
+    from npu_tf_profiling.runtime.collection import Collection, StaticSource
+    from npu_tf_profiling.runtime.dynamic import controller_for, dynamic_config_path
+
+    resolution = _explicit if _explicit_set else resolve_profiling(None)
+    if resolution is not None:
+        collection = Collection.start(resolution)
+        if collection.task_trace:
+            collection.run.add_note("task_trace is not collected for TensorFlow 2 steps yet (tf.function, Keras fit): "
+                                    "their step trace is, where training_trace is on")
+        if not collection.training_trace:
+            return None
+        options = resolution.options
+        return StaticSource(collection, options.fp_point or "", options.bp_point or "")
+    dynamic = dynamic_config_path()
+    return controller_for(dynamic) if dynamic is not None else None
+
+
+def warn_if_requested_but_not_installed(reason: str | None) -> None:
+    """At TensorFlow's load: a missing hook is worth a word only to a job that asked for profiling."""
+    import os
+
+    if reason is not None and os.environ.get(ENV_MODE, "").strip().lower() in ("true", "dynamic"):
+        warn_user(f"npu_tf_profiling: TensorFlow 2 steps are not traced: {reason}; Session-based training still is")

@@ -1,0 +1,153 @@
+"""Reading a tf.function's ring eagerly, and recording its rows: one `FunctionModel` per training function.
+
+A function takes no feeds, so its rows are not read by a run of the graph, as a
+Session's are: the ring's tables are resource objects found by their shared
+names (``ring.rows_table_name``), and an eager `LookupTableFindV2` on a handle
+of the same name reads what the function wrote. The process's ring reader
+(`recorder.read_in_the_background`) does it each DRAIN_INTERVAL_S, off the
+training thread, and once more at exit; a row is written whole by one insert, so
+a read sees a row or its absence, never half of one.
+
+Every trace of one Python function (Keras traces `train_function` twice, a last
+partial batch retraces) counts on one counter, so its rows are one sequence:
+run numbers 1, 2, ... in step order, whichever trace ran the step. Traces may
+differ in row width (one more data input...); each width has its own rows table
+and shape, and the rows of a drain go out as one frame per shape.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
+from npu_tf_profiling.runtime.collection import Collection, CollectionSource
+from npu_tf_profiling.runtime.profiling_run import ModelEntry
+from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_table_name
+from npu_tf_profiling.runtime.user_points import FALLBACK_KEY
+
+
+@dataclass
+class _Trace:
+    """One probed graph of the function: its record shape and the width of its rows table."""
+
+    shape: RecordShape
+    row_width: int
+    handle: Any = None  # the rows table's eager handle, made on first read
+
+
+@dataclass(eq=False)  # one object per function: the ring reader keeps it in a (weak) set
+class FunctionModel:
+    """One training function's recording: its traces, what has been read, and its model in each run."""
+
+    key: str
+    name: str
+    tables: str
+    trace_points: dict[str, Any]
+    fallbacks: dict[str, Any]
+    source: CollectionSource
+    traces: list[_Trace] = field(default_factory=list)
+    closed: bool = False
+    _done: int = 0  # the last run number read
+    _collection: Collection | None = None
+    _collection_from: int = 0  # runs after this one belong to the collection in force
+    _counter: Any = None
+    _models: dict[int, ModelEntry] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_trace(self, shape: RecordShape, row_width: int) -> None:
+        with self._lock:
+            if not any(t.row_width == row_width and t.shape == shape for t in self.traces):
+                self.traces.append(_Trace(shape, row_width))
+
+    # ----- what the process's ring reader calls ---------------------------------------------
+    def read_in_background(self) -> None:
+        self.drain()
+
+    def close(self) -> None:
+        """At exit: the last rows (no function runs any more)."""
+        if not self.closed:
+            self.drain()
+            self.closed = True
+
+    def drain(self) -> None:
+        """Read the rows written since the last drain and record them for the collection in force."""
+        if self.closed or not self._lock.acquire(blocking=False):
+            return
+        try:
+            with tf.device("/cpu:0"):
+                self._drain_locked()
+        finally:
+            self._lock.release()
+
+    # ----- internals ---------------------------------------------------------------------------
+    def _drain_locked(self) -> None:
+        collection = self.source.poll()
+        progress = self._progress()
+        if collection is not self._collection:
+            self._collection, self._collection_from = collection, self._done
+        if progress <= self._done:
+            return
+        keys = np.arange(max(self._done + 1, progress - RING_ROWS + 1), progress + 1, dtype=np.int64)
+        found = np.zeros(len(keys), dtype=bool)
+        for trace in self.traces:
+            rows = self._rows(trace, keys)
+            whole = rows[:, 0] == keys
+            found |= whole
+            if whole.any():
+                self._record(trace.shape, rows[whole])
+        lost = len(keys) - int(found.sum()) + int(keys[0] - self._done - 1)
+        self._done = progress
+        if lost and collection is not None:
+            collection.run.add_note(
+                f"{lost} iteration(s) of {self.name} were not recorded: their rows were gone from the ring "
+                f"({RING_ROWS} rows) when it was read"
+            )
+        self.source.after_iteration(int(progress))
+
+    def _progress(self) -> int:
+        if self._counter is None:
+            self._counter = tf.raw_ops.MutableHashTableV2(
+                key_dtype=tf.int64, value_dtype=tf.int64, shared_name=counter_table_name(self.tables), use_node_name_sharing=False
+            )
+        zero = tf.constant(0, tf.int64)
+        return int(tf.raw_ops.LookupTableFindV2(table_handle=self._counter, keys=zero, default_value=zero))
+
+    def _rows(self, trace: _Trace, keys: np.ndarray) -> np.ndarray:
+        if trace.handle is None:
+            trace.handle = tf.raw_ops.MutableHashTableOfTensorsV2(
+                key_dtype=tf.int64, value_dtype=tf.float64, value_shape=[trace.row_width],
+                shared_name=rows_table_name(self.tables, trace.row_width), use_node_name_sharing=False,
+            )
+        missing = tf.fill([trace.row_width], tf.constant(np.nan, tf.float64))
+        found = tf.raw_ops.LookupTableFindV2(table_handle=trace.handle, keys=tf.constant(keys % RING_ROWS), default_value=missing)
+        return found.numpy().reshape(len(keys), trace.row_width)
+
+    def _record(self, shape: RecordShape, rows: np.ndarray) -> None:
+        collection = self._collection
+        if collection is None or not collection.active or not collection.training_trace:
+            return
+        runs = rows[:, 0].astype(np.int64)
+        mine = runs > self._collection_from
+        keep = mine & collection.trace_mask(runs)
+        rows, runs = rows[keep], runs[keep]
+        if not len(rows):
+            return
+        records = np.empty(len(rows), dtype=shape.dtype)
+        records["run"] = runs
+        records["step"] = NO_STEP
+        records["times"] = rows[:, 1:] * 1e6
+        collection.run.record_trace_frame(encode_frame(self._model_in(collection).model_id, shape, records))
+        collection.cycle_ended(runs)
+
+    def _model_in(self, collection: Collection) -> ModelEntry:
+        model = self._models.get(id(collection.run))
+        if model is None:
+            entry = dict(self.trace_points, function=self.name)
+            if self.fallbacks:
+                entry[FALLBACK_KEY] = self.fallbacks
+            model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry)
+        return model

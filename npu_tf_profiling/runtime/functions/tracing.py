@@ -1,0 +1,61 @@
+"""What TensorFlow is tracing when it hands a graph to the transform: which function, whether XLA-compiled, which kind of body.
+
+The transform receives the graph alone. The rest is in TensorFlow's own frames
+on the stack: ``tracing_compilation._create_concrete_function`` holds the
+``tracing_options`` (the Python function and its attributes, ``_XlaMustCompile``
+for ``jit_compile=True``), and ``control_flow_util_v2.create_new_tf_function``
+is called by ``while_v2`` for a loop's body and by ``cond_v2`` for a branch.
+These are private and identical in TensorFlow 2.15 and 2.21; a frame that is not
+found gives the safe answer (an unknown function is keyed by its graph's name; an
+unknown kind of body is treated as a function of its own).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+_TRACE_FRAME = "_create_concrete_function"
+_BODY_FRAME = "create_new_tf_function"
+_XLA_ATTRIBUTE = "_XlaMustCompile"
+
+FUNCTION = "function"  # a tf.function's own graph
+WHILE_BODY = "while body"
+BRANCH = "cond branch"
+OTHER = "other body"
+
+
+@dataclass(frozen=True)
+class TracingContext:
+    """The traced graph's place: `function_key` names the Python function whose trace it is part of
+    (every trace of one function is one model), `kind` what the graph is, `jit` whether any
+    enclosing function is XLA-compiled (no stamp op has an XLA kernel)."""
+
+    function_key: str
+    function_name: str
+    kind: str
+    jit: bool
+
+
+def tracing_context(graph_name: str) -> TracingContext:
+    """Read the stack from the transform's caller outwards (see the module docstring)."""
+    kind: str | None = None
+    function = None
+    jit = False
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == _BODY_FRAME and kind is None and frame.f_back is not None:
+            caller = os.path.basename(frame.f_back.f_code.co_filename)
+            kind = WHILE_BODY if caller.startswith("while_v2") else BRANCH if caller.startswith("cond_v2") else OTHER
+        elif code.co_name == _TRACE_FRAME:
+            options = frame.f_locals.get("tracing_options")
+            attributes = dict(getattr(options, "attributes", None) or {})
+            jit = jit or bool(attributes.get(_XLA_ATTRIBUTE, False))
+            if function is None:
+                function = getattr(options, "python_function", None)
+        frame = frame.f_back
+    if function is None:
+        return TracingContext(graph_name, graph_name, kind or FUNCTION, jit)
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or graph_name
+    return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit)

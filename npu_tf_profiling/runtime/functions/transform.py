@@ -1,0 +1,148 @@
+"""The graph transform: probes into every traced training step, before it becomes a function.
+
+TensorFlow calls `StepTransform` with each graph it traces: a `tf.function`'s
+(after automatic control dependencies, before its inputs are fixed), and each
+body `while_v2`/`cond_v2` makes. Which graphs get probes:
+
+* only while a request is in force (`attach`), and only in eager TensorFlow 2:
+  in a graph-mode program (`disable_eager_execution`) the Session path times the
+  step, and a function it calls must not be timed twice;
+* only graphs that update variables themselves (an optimizer's kernels): an outer
+  function that calls the step (a Keras `steps_per_execution` loop, a custom
+  loop calling a `tf.function` step) has none, so each optimizer step gives one
+  row, from the graph that really is the step;
+* never a `cond_v2` branch (a loss-scale optimizer's "apply if finite"): the
+  graph around it is the step, and discovery sees the updates through the call;
+* never an XLA-compiled function (`jit_compile=True`): no stamp op has an XLA
+  kernel, and one would fail the compilation. One note says so.
+
+A graph is analysed with the Session path's discovery and user points, and gets
+the same probes (`probes.build_probes`) with a ring named for its Python
+function (`reader.FunctionModel`). Control inputs only are added, so what the
+function computes is unchanged. Any failure while probing puts back every
+control input it changed and leaves that graph unprobed, with one warning: the
+ops already added then wait on nothing the function runs, and TensorFlow prunes
+them from the function.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+import warnings
+from typing import Callable
+
+import tensorflow as tf
+
+from npu_tf_profiling.graph_points import Discovery, analyse, optypes
+from npu_tf_profiling.runtime.collection import CollectionSource
+from npu_tf_profiling.runtime.functions.reader import FunctionModel
+from npu_tf_profiling.runtime.functions.tracing import BRANCH, TracingContext, tracing_context
+from npu_tf_profiling.runtime.probes import build_probes, process_clock
+from npu_tf_profiling.runtime.recorder import read_in_the_background
+from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
+
+JIT_NOTE = (
+    "{name} is compiled with XLA (jit_compile=True): its steps are not traced, since no stamp op has an XLA kernel "
+    "(Iteration Time, GetNext, FP/BP: no rows for it). Trace it with jit_compile=False, or time the whole call around it"
+)
+
+SourceGetter = Callable[[], "CollectionSource | None"]
+_BRANCHING = frozenset({"If", "StatelessIf", "Case", "StatelessCase"})
+
+
+class StepTransform:
+    """The callable in TensorFlow's FUNC_GRAPH_TRANSFORMS list (see the module docstring)."""
+
+    def __init__(self, current_source: SourceGetter) -> None:
+        self._current_source = current_source
+        self._models: dict[str, FunctionModel] = {}
+        self._lock = threading.Lock()
+        self._failed_once = False
+
+    def __call__(self, graph: tf.Graph) -> None:
+        if not _updates_variables(graph):
+            return  # the common case (data pipelines, inference, small helpers): a scan of op types
+        if not tf.compat.v1.executing_eagerly_outside_functions():
+            return  # a graph-mode program: its Session times the step
+        source = self._current_source()  # a bad request raises here, before the step first runs
+        if source is None:
+            return
+        context = tracing_context(graph.name)
+        if context.kind == BRANCH:
+            return
+        if context.jit:
+            if analyse(graph).is_training:  # evaluation and prediction steps are not iterations anyway
+                source.note(JIT_NOTE.format(name=context.function_name))
+            return
+        saved = {op: list(op.control_inputs) for op in graph.get_operations()}
+        try:
+            self._probe(graph, context, source)
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            _restore_control_inputs(saved)
+            if not self._failed_once:
+                self._failed_once = True
+                warnings.warn(
+                    f"npu_tf_profiling: could not trace the training function {context.function_name} ({exc!r}); "
+                    "it runs unprofiled, training continues",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+
+    def _probe(self, graph: tf.Graph, context: TracingContext, source: CollectionSource) -> None:
+        discovery = analyse(graph)
+        if not discovery.is_training or _steps_are_called(discovery):
+            return
+        chosen = choose_points(discovery, source.asked_points())
+        points = chosen.points
+        if points.iteration_end is None:
+            return
+        model = self._model_for(context, points.to_dict(), chosen.fallbacks, source)
+        clock, clock_note = process_clock()
+        probes = build_probes(graph, points, discovery.index, user_bp=chosen.user_bp, may_rewire=True, clock=clock,
+                              tables=model.tables)
+        if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
+            graph.control_outputs.append(probes.ring.write)
+        model.add_trace(probes.shape, probes.ring.row_width)
+        for note in (clock_note, *points.warnings, *probes.notes):
+            if note:
+                source.note(note)
+
+    def _model_for(self, context: TracingContext, trace_points: dict, fallbacks: dict, source: CollectionSource) -> FunctionModel:
+        with self._lock:
+            model = self._models.get(context.function_key)
+            if model is None or model.source is not source:
+                model = FunctionModel(
+                    key=context.function_key, name=context.function_name, tables=f"npu_tf_profiling_{uuid.uuid4().hex}",
+                    trace_points=trace_points, fallbacks=dict(fallbacks), source=source,
+                )
+                self._models[context.function_key] = model
+                for option, record in fallbacks.items():
+                    source.note(fallback_note(option, record))
+                read_in_the_background(model)
+            return model
+
+
+def _steps_are_called(discovery: Discovery) -> bool:
+    """Whether every update is inside a called function that is a step of its own (a loop's body, a
+    `tf.function` called here): that graph is probed. Updates inside a branch (`If`/`Case`) are this graph's."""
+    updates = discovery.updates
+    if not set(updates.ops) <= updates.via_calls:
+        return False
+    return not any(discovery.index.types[op] in _BRANCHING for op in updates.ops)
+
+
+def _updates_variables(graph: tf.Graph) -> bool:
+    """Whether any op of `graph` is an optimizer kernel or an assignment (the cheap first test)."""
+    for op in graph.get_operations():
+        kind = op.type
+        if kind in optypes.ASSIGN_TYPES or optypes.is_apply_type(kind):
+            return True
+    return False
+
+
+def _restore_control_inputs(saved: dict[tf.Operation, list[tf.Operation]]) -> None:
+    for op, inputs in saved.items():
+        if list(op.control_inputs) != inputs:
+            op._remove_all_control_inputs()
+            op._add_control_inputs(inputs)
+

@@ -1,0 +1,164 @@
+"""TensorFlow 2 training gets the step trace: each style of tests/scripts/tf2_train.py, unmodified, profiled by env vars.
+
+Each style runs twice in a fresh process, profiled and plain: the trained weights
+must be bit-identical, and the step trace must hold one row per optimizer step
+(evaluation, prediction and validation never count), every formula of REFERENCE
+§4, and the columns the style's graph has the points for.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+
+SCRIPT = Path(__file__).parent / "scripts" / "tf2_train.py"
+STEPS = 12
+
+
+def _env(output: Path | None, options: dict | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    if output is not None:
+        env.update(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps(options or {"output": str(output), "training_trace": "on"}))
+    return env
+
+
+def train(style: str, output: Path | None, *extra: str, options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess]:
+    done = subprocess.run([sys.executable, str(SCRIPT), style, str(STEPS), *extra], env=_env(output, options),
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1]), done
+
+
+def info_of(output: Path) -> dict:
+    return json.loads(next(only_prof_dir(output).glob("device_*/info.json")).read_text())
+
+
+def rows_by_model(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+    out: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        out.setdefault(row["Model ID"], []).append(row)
+    return out
+
+
+# style -> (models, rows per model, reduce pairs)
+STYLES = {
+    "loop": (1, STEPS, 0),
+    "loop_outer": (1, STEPS, 0),  # the loop's own function has no updates: the called step is the iteration
+    "fit": (1, STEPS, 0),  # 2 epochs of STEPS // 2, with validation, evaluate and predict: not iterations
+    "fit_spe": (1, STEPS, 0),  # steps_per_execution 3: one row per step, from the loop's body
+    "retrace": (1, STEPS, 0),  # two traces of one function: one model, one sequence
+    "gan": (2, STEPS, 0),  # two train functions: two Model IDs
+    "mirrored": (1, STEPS, 2),  # MirroredStrategy on two CPUs: the all-reduces in the Reduce columns
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str) -> None:
+    models, per_model, reduce_pairs = STYLES[style]
+    profiled, _ = train(style, tmp_path)
+    plain, _ = train(style, None)
+    assert profiled["weights"] == plain["weights"] and profiled["loss"] == plain["loss"]
+    header, rows = step_trace_rows(tmp_path)
+    grouped = rows_by_model(rows)
+    assert len(grouped) == models
+    for model_rows in grouped.values():
+        assert [int(r["Iteration ID"]) for r in model_rows] == list(range(1, per_model + 1))
+        # The generator reads no data; `retrace` calls next() outside the function: no GetNext in its graph.
+        getnext_in_graph = style not in ("gan", "retrace")
+        assert all(r["GetNext Time(us)"] != "N/A" for r in model_rows) is getnext_in_graph or style == "gan"
+    assert header.count("Reduce Start(us)") == reduce_pairs
+    assert_step_trace_formulas(rows, one_data_input=style != "mirrored")  # each replica reads its own batch
+    info = info_of(tmp_path)
+    assert info["source"] == "env" and len(info["models"]) == models
+    assert all(model["bp"].startswith(("gradient_tape/", "concat")) for model in info["models"].values())
+
+
+def test_the_python_entry_takes_precedence_over_the_env_vars(tmp_path: Path) -> None:
+    ignored = tmp_path / "env_output"
+    _, done = train("loop", tmp_path / "unused", "--api", str(tmp_path / "api"), options={"output": str(ignored), "training_trace": "on"})
+    assert "PROFILING_MODE=true and PROFILING_OPTIONS ignored: start_tf2_profiling's profiling_options take precedence" in done.stderr
+    assert not ignored.exists()
+    _, rows = step_trace_rows(tmp_path / "api")
+    assert len(rows) == STEPS
+    info = info_of(tmp_path / "api")
+    assert info["source"] == "start_tf2_profiling" and "env_ignored" in info
+
+
+def test_jit_compiled_steps_are_not_traced_and_say_why(tmp_path: Path) -> None:
+    profiled, done = train("jit", tmp_path)
+    assert profiled["weights"] == train("jit", None)[0]["weights"]
+    assert done.stderr.count("is compiled with XLA (jit_compile=True): its steps are not traced") == 1
+    assert "tf2_train.py" in done.stderr.split("is compiled with XLA")[0].splitlines()[-1]  # shown at the script's line
+    assert any("compiled with XLA" in note for note in info_of(tmp_path)["notes"])
+
+
+def test_bad_options_stop_before_the_first_step(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "fit", str(STEPS)],
+                          env=_env(tmp_path, {"output": str(tmp_path), "training_trace": "yes"}), capture_output=True, text=True, timeout=240)
+    assert done.returncode != 0
+    assert "PROFILING_OPTIONS: option 'training_trace': invalid value 'yes'" in done.stderr
+    assert not list(tmp_path.glob("PROF_*"))
+
+
+def test_a_foreign_fp_point_falls_back_with_its_note(tmp_path: Path) -> None:
+    _, done = train("loop", tmp_path, options={"output": str(tmp_path), "training_trace": "on",
+                                                "fp_point": "While_body_while_body_44418_1223/bert/embeddings/MatMul"})
+    assert "is not an op in this graph" in done.stderr and "training goes on with the automatic fp_point" in done.stderr
+    _, rows = step_trace_rows(tmp_path)
+    assert len(rows) == STEPS and all(r["FP Start(us)"] != "N/A" for r in rows)
+    model = next(iter(info_of(tmp_path)["models"].values()))
+    assert model["trace_points_fallback"]["fp_point"]["asked"].startswith("While_body_")
+
+
+SAVE_AND_TRAIN = """
+import os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+import numpy as np, tensorflow as tf
+model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(4), tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(0.01)
+module = tf.Module()
+module.model, module.optimizer = model, optimizer
+@tf.function(input_signature=[tf.TensorSpec([16, 8]), tf.TensorSpec([16, 1])])
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+module.train_step = train_step
+x, y = np.ones((16, 8), np.float32), np.ones((16, 1), np.float32)
+for _ in range(3):
+    train_step(x, y)
+tf.saved_model.save(module, sys.argv[1])
+model.save(sys.argv[2])
+"""
+
+LOAD_WITHOUT_THE_PACKAGE = """
+import os, sys
+sys.modules["npu_tf_profiling"] = None  # importing it would fail: the package is not there
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+import numpy as np, tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+x, y = np.ones((16, 8), np.float32), np.ones((16, 1), np.float32)
+losses = [float(loaded.train_step(x, y)) for _ in range(3)]
+assert losses[0] > losses[-1], losses
+keras_model = tf.keras.models.load_model(sys.argv[2])
+print(keras_model.predict(x, verbose=0).shape, losses)
+"""
+
+
+def test_a_model_saved_from_a_profiled_run_loads_and_trains_without_the_package(tmp_path: Path) -> None:
+    saved, keras_saved = tmp_path / "module", tmp_path / "keras_model"
+    made = subprocess.run([sys.executable, "-c", SAVE_AND_TRAIN, str(saved), str(keras_saved)], env=_env(tmp_path / "out"),
+                          capture_output=True, text=True, timeout=240)
+    assert made.returncode == 0, made.stderr
+    assert len(step_trace_rows(tmp_path / "out")[1]) == 3  # the saved train_step is the probed one
+    loaded = subprocess.run([sys.executable, "-c", LOAD_WITHOUT_THE_PACKAGE, str(saved), str(keras_saved)], env=_env(None),
+                            capture_output=True, text=True, timeout=240)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.startswith("(16, 1)")
