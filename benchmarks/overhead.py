@@ -16,10 +16,13 @@ Modes:
   full_trace        RunOptions(trace_level=FULL_TRACE) + RunMetadata on every step
   tf_profiler       tf.profiler.experimental active while the steps run (one session: it is process-wide)
 
-Models (bench_models.py):
+Models (bench_models.py: Sessions; tf2_models.py: eager TensorFlow 2 steps, modes none and training_trace only):
   mlp   20 dense + batch-norm blocks, Adam, batch 64 (about 4.6k ops; ~3 ms a step on 2 cores)
   cnn   3 conv layers, Momentum, batch 32 (~19 ms a step)
   tiny  two small dense layers, SGD, batch 16 (~0.3 ms a step: per-step costs show most here)
+  tf2_fit_mlp, tf2_loop_mlp, tf2_tiny   the MLP as Keras fit's step and as a custom tf.function step, and
+        the tiny model as a custom step: a "session" is then one model with its own traced step function,
+        profiled when its mode is training_trace (start_tf2_profiling before its trace)
 
 Two measurements per model:
   steady state  --warmup steps first; then --rounds rounds of *adjacent pairs*. In a round every
@@ -79,12 +82,15 @@ atexit.register(shutil.rmtree, OUTPUT_ROOT, ignore_errors=True)
 
 import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
 from bench_models import BUILDERS  # noqa: E402
+from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
+from npu_tf_profiling.runtime.functions.reader import FunctionModel  # noqa: E402
 from npu_tf_profiling.config.session_proto import write_request  # noqa: E402
 from npu_tf_profiling.runtime.recorder import DRAIN_INTERVAL_S, Recorder  # noqa: E402
 
 # Steps a steady-state visit runs, per model: a few ms or more, so that a visit is not dominated by
 # the cold caches of a session switch, and well under the machine's drift time (~100 ms).
-STEPS_PER_VISIT = {"tiny": 20, "mlp": 5, "cnn": 1}
+STEPS_PER_VISIT = {"tiny": 20, "mlp": 5, "cnn": 1, **TF2_STEPS_PER_VISIT}
+TF2_MODES = ("none", "training_trace")
 FLOOR = "plain A vs B"
 
 MODES = ("none", "training_trace", "task_unscheduled", "task_scheduled", "full_trace", "tf_profiler")
@@ -109,25 +115,29 @@ class DrainClock:
         self.wall = 0.0
         self.cpu = 0.0
         self.drains = 0
-        self._original = Recorder._drain_locked
+        # A session's drains, and a TF2 function's (its eager reads of the ring's tables).
+        self._originals = {Recorder: Recorder._drain_locked, FunctionModel: FunctionModel._drain_locked}
 
     def __enter__(self) -> "DrainClock":
-        original = self._original
+        for owner, original in self._originals.items():
+            setattr(owner, "_drain_locked", self._timed(original))
+        return self
 
-        def timed(recorder: Recorder, probes: object) -> None:
+    def _timed(self, original):  # noqa: ANN001, ANN202 - a wrapper of either signature
+        def timed(*args: object) -> None:
             wall, cpu = time.perf_counter(), time.thread_time()
             try:
-                original(recorder, probes)
+                original(*args)
             finally:
                 self.wall += time.perf_counter() - wall
                 self.cpu += time.thread_time() - cpu
                 self.drains += 1
 
-        Recorder._drain_locked = timed
-        return self
+        return timed
 
     def __exit__(self, *exc: object) -> None:
-        Recorder._drain_locked = self._original
+        for owner, original in self._originals.items():
+            setattr(owner, "_drain_locked", original)
 
 
 class Runner:
@@ -137,6 +147,14 @@ class Runner:
         self.mode = mode
         self.label = label
         self.visits: list[float] = []  # the median step of each steady-state visit
+        self.session = None
+        self._kwargs: dict = {}
+        if model in TF2_BUILDERS:
+            # Whether the step is profiled is decided when it is traced, by its builder's first call.
+            options = {"output": os.path.join(output, label), **OUR_OPTIONS[mode]} if mode in OUR_OPTIONS else None
+            npu_tf_profiling.start_tf2_profiling(options, enable_profiling=options is not None)
+            self._tf2_step, self.ops = TF2_BUILDERS[model]()
+            return
         self.graph = tf.Graph()
         self.train_op = BUILDERS[model](self.graph)
         with self.graph.as_default():
@@ -148,11 +166,14 @@ class Runner:
         self.session.run(init)
         self.ops = len(self.graph.get_operations())
         self._logdir = os.path.join(output, f"tf_profiler_{label}")
-        self._kwargs: dict = {}
         if mode == "full_trace":
             self._kwargs = {"options": tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)}
 
     def step(self) -> float:
+        if self.session is None:
+            start = time.perf_counter()
+            self._tf2_step()
+            return time.perf_counter() - start
         if self.mode == "full_trace":
             self._kwargs["run_metadata"] = tf.RunMetadata()
         start = time.perf_counter()
@@ -167,6 +188,10 @@ class Runner:
         finally:
             if self.mode == "tf_profiler":
                 tf2.profiler.experimental.stop()
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
 
 
 def make_runners(model: str, modes: list[str], copies: int, output: str) -> list[Runner]:
@@ -332,7 +357,7 @@ def steady_state(model: str, modes: list[str], args: argparse.Namespace, output:
                 sample = _paired_sample(by_label[mine], by_label[theirs], steps, rng)
                 samples[name].append(sample)
     for runner in runners:
-        runner.session.close()
+        runner.close()
     report_pairs(f"## {model}: steady state ({runners[0].ops} ops in the plain graph), {args.rounds} rounds of adjacent "
                  f"pairs, {steps} steps a visit, after {args.warmup} warm-up steps", samples, runners)
     if drains.drains:
@@ -362,7 +387,7 @@ def first_steps(model: str, modes: list[str], args: argparse.Namespace, output: 
                     sums[runner.label] += took / args.first_steps
         for runner in runners:
             means.setdefault(runner.label, []).append(sums[runner.label])
-            runner.session.close()
+            runner.close()
     report(f"## {model}: steps 2..{args.first_steps + 1} of a fresh session (mean step; one value per fresh set, "
            f"{args.fresh} sets of {args.copies} sessions per mode)", means, runners)
     print("first run of a fresh session (discovery, probe wiring, executor set-up), median ms: "
@@ -387,12 +412,18 @@ def main() -> int:
     unknown = sorted(set(modes) - set(MODES))
     if unknown or PLAIN not in modes:
         parser.error(f"--modes: unknown {unknown}; choose from {MODES}, 'none' included")
+    models = args.models.split(",")
+    unknown_models = sorted(set(models) - set(BUILDERS) - set(TF2_BUILDERS))
+    if unknown_models:
+        parser.error(f"--models: unknown {unknown_models}; choose from {sorted(BUILDERS) + sorted(TF2_BUILDERS)}")
+    if any(m in TF2_BUILDERS for m in models) and set(modes) - set(TF2_MODES):
+        parser.error(f"--modes: the TF2 models take {TF2_MODES} only")
     if args.determinism:
         tf2.config.experimental.enable_op_determinism()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"TensorFlow {tf.__version__}, {os.cpu_count()} CPUs, python {sys.version.split()[0]}, "
           f"load average {load:.2f}, op determinism {'on' if args.determinism else 'off'}")
-    for model in args.models.split(","):
+    for model in models:
         output = os.path.join(OUTPUT_ROOT, model)  # task_trace writes ~1 MB a step: a few GB per model at most
         steady_state(model, modes, args, output)
         if args.fresh:
