@@ -62,7 +62,21 @@ STYLES = {
     "retrace": (1, STEPS, 0),  # two traces of one function: one model, one sequence
     "gan": (2, STEPS, 0),  # two train functions: two Model IDs
     "mirrored": (1, STEPS, 2),  # MirroredStrategy on two CPUs: the all-reduces in the Reduce columns
+    "for_dataset": (2, STEPS, 0),  # `for x, y in dataset`: a step given the batch, and one given none
 }
+# Steps given their batch as an argument: GetNext is the eager reads before each call (host_reads), from
+# the second row on (with the env vars, reads are timed from the first traced step: the first batch is read before).
+HOST_READ_STEPS = {"retrace": "step_on", "for_dataset": "batch_step"}
+
+
+def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list[bool]:
+    """Which rows must have a GetNext time, for `function`'s model in `style`."""
+    if HOST_READ_STEPS.get(style) == function.rsplit(".", 1)[-1]:
+        return [False] + [True] * (len(rows) - 1)
+    # The generator and the head step read no data, and Keras 3's fit reads the batch in the loop around
+    # the step function (its graph has no read; the read's own function is not the step).
+    no_read = style in ("gan", "retrace", "for_dataset") or (style.startswith("fit") and _tensorflow_version() >= (2, 16))
+    return [not no_read or (style == "gan" and function.endswith("discriminator_step"))] * len(rows)
 
 
 @pytest.mark.parametrize("style", sorted(STYLES))
@@ -74,12 +88,15 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
     header, rows = step_trace_rows(tmp_path)
     grouped = rows_by_model(rows)
     assert len(grouped) == models
-    for model_rows in grouped.values():
+    info = info_of(tmp_path)
+    for model_id, model_rows in grouped.items():
         assert [int(r["Iteration ID"]) for r in model_rows] == list(range(1, per_model + 1))
-        # The generator reads no data; `retrace` calls next() outside the function, and so does Keras 3's fit
-        # (its loop reads the batch and passes it to the step function): no GetNext in the step's graph.
-        getnext_in_graph = style not in ("gan", "retrace") and not (style.startswith("fit") and _tensorflow_version() >= (2, 16))
-        assert all(r["GetNext Time(us)"] != "N/A" for r in model_rows) is getnext_in_graph or style == "gan"
+        function = info["models"][model_id]["function"]
+        assert [r["GetNext Time(us)"] != "N/A" for r in model_rows] == _getnext_rows(style, function, model_rows), function
+    if style == "for_dataset":  # each batch's read is after the previous iteration's last step (the head's) ended
+        batch, head = (grouped[k] for k in sorted(grouped, key=lambda k: info["models"][k]["function"]))
+        for row, before in zip(batch[1:], head):
+            assert int(before["Iteration End(us)"]) <= int(row["GetNext Start(us)"]) <= int(row["GetNext End(us)"]) <= int(row["FP Start(us)"])
     assert header.count("Reduce Start(us)") == reduce_pairs
     if style == "loop_outer" and _tensorflow_version() >= (2, 16):
         # TensorFlow 2.16+ inlines the called step into the loop's body, and the loop runs the next
@@ -90,7 +107,6 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
             assert fp < bp <= end and int(row["FP to BP Time(us)"]) == bp - fp and int(row["Iteration Refresh(us)"]) == end - bp
     else:
         assert_step_trace_formulas(rows, one_data_input=style != "mirrored")  # each replica reads its own batch
-    info = info_of(tmp_path)
     assert info["source"] == "env" and len(info["models"]) == models
     # Backprop's last gradient, or (all-reduces) the pack the last all-reduce reads.
     assert all(model["bp"].startswith("gradient_tape/") or "concat" in model["bp"] for model in info["models"].values())

@@ -19,8 +19,9 @@ def only_prof_dir(output: Path) -> Path:
     return dirs[0]
 
 
-def step_trace_rows(output: Path) -> tuple[list[str], list[dict[str, str]]]:
-    prof = only_prof_dir(output)
+def step_trace_rows(output: Path, prof: Path | None = None) -> tuple[list[str], list[dict[str, str]]]:
+    """The step trace CSV of `output`'s one PROF_* folder (or of `prof`, one of several): its header and rows."""
+    prof = prof or only_prof_dir(output)
     csvs = sorted((prof / "mindstudio_profiler_output").glob("step_trace_*.csv"))
     assert len(csvs) == 1, csvs
     with csvs[0].open(newline="") as handle:

@@ -14,8 +14,14 @@ Styles (each optimizer step is one iteration; evaluation never is):
     fit_spe       model.fit with steps_per_execution 3
     gan           two train functions (discriminator, generator) per loop iteration: two Model IDs
     retrace       a step traced twice (two batch sizes): one model, its rows numbered in step order
+    for_dataset   `for x, y in dataset:` a step given the batch, then a second step given none (a GAN's
+                  generator), and every 4 steps a tf.function evaluation over 2 validation batches: the
+                  eager reads are the first step's GetNext only
     jit           model.fit with jit_compile=True (not traced: a note says why)
     mirrored      MirroredStrategy over two logical CPUs, a custom step (Reduce columns)
+    multi_worker  MultiWorkerMirroredStrategy (TF_CONFIG from the environment), a custom step reading its
+                  distributed dataset in the function; run one process per worker
+    multi_worker_fit  the same strategy with Keras model.fit
 """
 import hashlib
 import json
@@ -99,6 +105,29 @@ if style in ("loop", "loop_outer", "retrace"):
         for i in range(steps):
             x, y = next(iterator) if i % 2 == 0 else next(small)
             loss = step_on(x, y)
+elif style == "for_dataset":
+    model, optimizer = mlp(), tf.keras.optimizers.Adam(0.01)
+    head, head_optimizer = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)]), tf.keras.optimizers.SGD(0.01)
+    models = [model, head]
+
+    @tf.function
+    def batch_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        return custom_step(model, optimizer, x, y)
+
+    @tf.function
+    def head_step() -> tf.Tensor:
+        return custom_step(head, head_optimizer, tf.ones((4, 4)), tf.zeros((4, 1)))
+
+    @tf.function
+    def evaluate(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_mean((model(x, training=False) - y) ** 2)
+
+    for i, (x, y) in enumerate(dataset().take(steps)):
+        loss = batch_step(x, y)
+        head_step()
+        if i % 4 == 3:
+            for vx, vy in dataset().take(2):
+                evaluate(vx, vy)
 elif style in ("fit", "fit_spe", "jit"):
     model = mlp()
     models = [model]
@@ -135,8 +164,9 @@ elif style == "gan":
     for _ in range(steps):
         discriminator_step()
         loss = generator_step()
-elif style == "mirrored":
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+elif style in ("mirrored", "multi_worker"):
+    strategy = (tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if style == "mirrored"
+                else tf.distribute.MultiWorkerMirroredStrategy())
     with strategy.scope():
         model, optimizer = mlp(), tf.keras.optimizers.SGD(0.01)
     models = [model]
@@ -156,6 +186,16 @@ elif style == "mirrored":
 
     for _ in range(steps):
         loss = mirrored_step()
+elif style == "multi_worker_fit":
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    with strategy.scope():
+        model = mlp()
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+    models = [model]
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    history = model.fit(dataset(32).with_options(options), steps_per_epoch=steps, epochs=1, verbose=0)
+    loss = history.history["loss"][-1]
 else:
     raise SystemExit(f"unknown style {style!r}")
 

@@ -113,6 +113,8 @@ def start_tf2_profiling(profiling_options: str | bytes | Mapping[str, Any] | Non
     reason = install_function_transform()
     if reason is not None and resolution is not None:
         warn_user(f"npu_tf_profiling: TensorFlow 2 steps are not traced: {reason}; Session-based training still is")
+    elif resolution is not None:
+        _time_host_reads()  # from now on: a loop's first batch is read before its step is traced
     return resolution
 
 
@@ -140,9 +142,19 @@ def _decide_source() -> Any:
         if not collection.training_trace:
             return None
         options = resolution.options
+        _time_host_reads()
         return StaticSource(collection, options.fp_point or "", options.bp_point or "")
     dynamic = dynamic_config_path()
-    return controller_for(dynamic) if dynamic is not None else None
+    if dynamic is None:
+        return None
+    _time_host_reads()
+    return controller_for(dynamic)
+
+
+def _time_host_reads() -> None:
+    from npu_tf_profiling.runtime.functions.host_reads import install_host_reads
+
+    install_host_reads()
 
 
 def warn_if_requested_but_not_installed(reason: str | None) -> None:

@@ -16,6 +16,7 @@ and shape, and the rows of a drain go out as one frame per shape.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,9 +26,14 @@ import tensorflow as tf
 
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
+from npu_tf_profiling.runtime.functions.host_reads import HostBatches
 from npu_tf_profiling.runtime.profiling_run import ModelEntry
 from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_table_name
 from npu_tf_profiling.runtime.user_points import FALLBACK_KEY
+
+
+HOST_READ_REASON = ("the graph reads no batch: GetNext is the eager iterator reads (next(), get_next()) made "
+                    "since the previous tf.function call, before each call of this step")
 
 
 @dataclass
@@ -50,6 +56,8 @@ class FunctionModel:
     fallbacks: dict[str, Any]
     source: CollectionSource
     traces: list[_Trace] = field(default_factory=list)
+    # Its calls' eager reads (`host_reads`), for traces with no read in the graph; None: not watched.
+    host_batches: HostBatches | None = None
     closed: bool = False
     _done: int = 0  # the last run number read
     _collection: Collection | None = None
@@ -136,10 +144,14 @@ class FunctionModel:
         rows, runs = rows[keep], runs[keep]
         if not len(rows):
             return
+        times = rows[:, 1:] * 1e6
+        if shape.get_next_pairs == 0 and self.host_batches is not None:  # the batch was read before the call
+            shape = dataclasses.replace(shape, get_next_pairs=1)
+            times = np.column_stack([*self.host_batches.join(np.nanmin(times, axis=1)), times])
         records = np.empty(len(rows), dtype=shape.dtype)
         records["run"] = runs
         records["step"] = NO_STEP
-        records["times"] = rows[:, 1:] * 1e6
+        records["times"] = times
         collection.run.record_trace_frame(encode_frame(self._model_in(collection).model_id, shape, records))
         collection.cycle_ended(runs)
 
@@ -147,6 +159,8 @@ class FunctionModel:
         model = self._models.get(id(collection.run))
         if model is None:
             entry = dict(self.trace_points, function=self.name)
+            if self.host_batches is not None:
+                entry["get_next_on_host"] = HOST_READ_REASON
             if self.fallbacks:
                 entry[FALLBACK_KEY] = self.fallbacks
             model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry)

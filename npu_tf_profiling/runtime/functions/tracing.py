@@ -3,7 +3,7 @@
 The transform receives the graph alone. The rest is in TensorFlow's own frames
 on the stack: ``tracing_compilation._create_concrete_function`` holds the
 ``tracing_options`` (the Python function and its attributes, ``_XlaMustCompile``
-for ``jit_compile=True``), and ``control_flow_util_v2.create_new_tf_function``
+for ``jit_compile=True``), ``Function.__call__`` the `tf.function` object, and ``control_flow_util_v2.create_new_tf_function``
 is called by ``while_v2`` for a loop's body and by ``cond_v2`` for a branch.
 These are private and identical in TensorFlow 2.15 and 2.21; a frame that is not
 found gives the safe answer (an unknown function is keyed by its graph's name; an
@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 _TRACE_FRAME = "_create_concrete_function"
 _BODY_FRAME = "create_new_tf_function"
 _XLA_ATTRIBUTE = "_XlaMustCompile"
+_CALL_FRAME = "__call__"  # Function.__call__, the call that traces
 
 FUNCTION = "function"  # a tf.function's own graph
 WHILE_BODY = "while body"
@@ -35,6 +37,9 @@ class TracingContext:
     function_name: str
     kind: str
     jit: bool
+    # The `tf.function` object being called (the innermost on the stack), whose calls
+    # `host_reads` can watch; None when not found.
+    caller: Any = None
 
 
 def tracing_context(graph_name: str) -> TracingContext:
@@ -42,9 +47,12 @@ def tracing_context(graph_name: str) -> TracingContext:
     kind: str | None = None
     function = None
     jit = False
+    caller = None
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
+        if caller is None and code.co_name == _CALL_FRAME:
+            caller = _function_object(frame.f_locals.get("self"))
         if code.co_name == _BODY_FRAME and kind is None and frame.f_back is not None:
             caller = os.path.basename(frame.f_back.f_code.co_filename)
             kind = WHILE_BODY if caller.startswith("while_v2") else BRANCH if caller.startswith("cond_v2") else OTHER
@@ -56,6 +64,14 @@ def tracing_context(graph_name: str) -> TracingContext:
                 function = getattr(options, "python_function", None)
         frame = frame.f_back
     if function is None:
-        return TracingContext(graph_name, graph_name, kind or FUNCTION, jit)
+        return TracingContext(graph_name, graph_name, kind or FUNCTION, jit, caller)
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or graph_name
-    return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit)
+    return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit, caller)
+
+
+def _function_object(candidate: Any) -> Any:
+    """`candidate` if it is a `tf.function` (TensorFlow's polymorphic Function), else None."""
+    kind = type(candidate)
+    if kind.__name__ == "Function" and kind.__module__.endswith("polymorphic_function.polymorphic_function"):
+        return candidate
+    return None

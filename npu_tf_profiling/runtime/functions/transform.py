@@ -18,7 +18,9 @@ body `while_v2`/`cond_v2` makes. Which graphs get probes:
 
 A graph is analysed with the Session path's discovery and user points, and gets
 the same probes (`probes.build_probes`) with a ring named for its Python
-function (`reader.FunctionModel`). Control inputs only are added, so what the
+function (`reader.FunctionModel`). A step whose graph reads no batch (it is an
+argument) has its calls watched, to take the eager reads before each call as
+its GetNext (`host_reads`). Control inputs only are added, so what the
 function computes is unchanged. Any failure while probing puts back every
 control input it changed and leaves that graph unprobed, with one warning: the
 ops already added then wait on nothing the function runs, and TensorFlow prunes
@@ -36,7 +38,8 @@ import tensorflow as tf
 from npu_tf_profiling.graph_points import Discovery, analyse, optypes
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
-from npu_tf_profiling.runtime.functions.tracing import BRANCH, TracingContext, tracing_context
+from npu_tf_profiling.runtime.functions.host_reads import watch
+from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, TracingContext, tracing_context
 from npu_tf_profiling.runtime.probes import build_probes, process_clock
 from npu_tf_profiling.runtime.recorder import read_in_the_background
 from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
@@ -103,6 +106,8 @@ class StepTransform:
         if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
             graph.control_outputs.append(probes.ring.write)
         model.add_trace(probes.shape, probes.ring.row_width)
+        if probes.shape.get_next_pairs == 0 and context.kind == FUNCTION and model.host_batches is None:
+            model.host_batches = watch(context.caller)  # its batches are read before its calls
         for note in (clock_note, *points.warnings, *probes.notes):
             if note:
                 source.note(note)

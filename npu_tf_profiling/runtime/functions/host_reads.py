@@ -1,0 +1,160 @@
+"""GetNext for steps whose batch is read outside the function: the eager `next(iterator)` calls, timed on the host.
+
+In ``for x, y in dataset: train_step(x, y)`` the step's graph has no read: its
+batch is an argument, read by the iterator's eager ``__next__`` just before the
+call. So once the process profiles TensorFlow 2 steps, the iterators' eager
+reads are timed here (two clock reads and an append, under a microsecond), and
+each call of a `tf.function` takes the reads made since the previous call of
+any `tf.function`: a call of a watched step (one probed without a read in its
+graph, `watch`) keeps them as its batch's read, any other call drops them
+(they were an evaluation's, or a helper's input). A row then takes the batch of
+the last call that started before its first stamp (`HostBatches.join`). Every
+call is thus attributed on its own, whatever else the loop calls (a GAN's two
+steps: the read goes to the first). The clock is the probes' (`tf.timestamp`
+is the wall clock in seconds, as `time.time()`).
+
+What is wrapped (TensorFlow's private methods; where one is missing it is left
+alone, and that kind of iterator or call gives no host reads):
+`OwnedIterator._next_internal` (``next()`` and ``get_next()`` of
+``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
+dataset; its replicas' reads nest inside its span) and `Function.__call__`.
+Only eager reads count: the same methods run while a function is traced, and
+that is a graph's read, timed in the graph.
+"""
+from __future__ import annotations
+
+import collections
+import importlib
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+MAX_PENDING_READS = 4096  # reads no call has taken yet (a long eager loop over data without a step)
+MAX_BATCHES = 8192  # two rings' worth: a watched step's batches wait here for their rows' next drain (0.5 s)
+_READ_METHODS = (
+    ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator", "_next_internal"),
+    ("tensorflow.python.distribute.input_lib", "DistributedIterator", "get_next"),
+)
+_CALL_METHOD = ("tensorflow.python.eager.polymorphic_function.polymorphic_function", "Function", "__call__")
+
+
+@dataclass(eq=False)
+class HostBatches:
+    """A watched step's calls: when each started, and the span of the reads it was given (NaN: none)."""
+
+    calls: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_BATCHES))
+
+    def join(self, first_stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's GetNext (start, end) in µs: its call's reads (the last call started before the
+        row's first stamp), NaN where that call was given none or is not known."""
+        begin = np.full(len(first_stamps), np.nan)
+        end = np.full(len(first_stamps), np.nan)
+        calls = np.array(list(self.calls), dtype=np.float64).reshape(-1, 3) * 1e6
+        if not len(calls):
+            return begin, end
+        calls = calls[np.argsort(calls[:, 0], kind="stable")]
+        index = np.searchsorted(calls[:, 0], first_stamps, side="right") - 1
+        known = (index >= 0) & ~np.isnan(first_stamps)
+        chosen = calls[np.where(known, index, 0)]
+        known &= chosen[:, 2] <= first_stamps
+        begin[known], end[known] = chosen[known, 1], chosen[known, 2]
+        return begin, end
+
+
+_reads: collections.deque[tuple[float, float]] = collections.deque(maxlen=MAX_PENDING_READS)
+_watched: dict[int, tuple[weakref.ref, HostBatches]] = {}
+_lock = threading.Lock()
+_installed = False
+_last_claim: tuple[int, tuple[float, float, float]] | None = None  # the latest call: its function and batch
+
+
+def watch(function: Any) -> HostBatches | None:
+    """Keep the reads given to each call of `function` (a `tf.function`); None when calls cannot be seen."""
+    if function is None or not install_host_reads():
+        return None
+    with _lock:
+        entry = _watched.get(id(function))
+        if entry is not None and entry[0]() is function:
+            return entry[1]
+        batches = HostBatches()
+        key = id(function)
+        if _last_claim is not None and _last_claim[0] == key:  # the call being traced now: its batch too
+            batches.calls.append(_last_claim[1])
+        _watched[key] = (weakref.ref(function, lambda _ref: _watched.pop(key, None)), batches)
+        return batches
+
+
+def install_host_reads() -> bool:
+    """Time the iterators' eager reads and the functions' calls from now on (idempotent); whether calls are seen."""
+    global _installed
+    with _lock:
+        if not _installed:
+            _installed = True
+            from tensorflow.python.eager import context
+
+            for module, owner, method in _READ_METHODS:
+                _wrap(module, owner, method, lambda original: _timed_read(original, context.executing_eagerly))
+            _wrap(*_CALL_METHOD, lambda original: _claiming_call(original, context.executing_eagerly))
+        return getattr(_owner(*_CALL_METHOD[:2]), _CALL_METHOD[2], None) is not None and _is_ours(*_CALL_METHOD)
+
+
+def _owner(module: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _is_ours(module: str, name: str, method: str) -> bool:
+    return hasattr(getattr(_owner(module, name), method, None), "__npu_tf_profiling_wrapped__")
+
+
+def _wrap(module: str, name: str, method: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    owner = _owner(module, name)
+    original = getattr(owner, method, None)
+    if original is None or hasattr(original, "__npu_tf_profiling_wrapped__"):
+        return
+    wrapper = make(original)
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__npu_tf_profiling_wrapped__ = True  # type: ignore[attr-defined]
+    setattr(owner, method, wrapper)
+
+
+def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
+    def timed_read(*args: Any, **kwargs: Any) -> Any:
+        if not eager():
+            return original(*args, **kwargs)
+        start = time.time()
+        batch = original(*args, **kwargs)  # the end of the data raises: no read to count
+        with _lock:
+            _reads.append((start, time.time()))
+        return batch
+
+    return timed_read
+
+
+def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
+    def claiming_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if (_reads or _watched) and eager():  # a call while a function is traced is a graph's
+            _claim(self)
+        return original(self, *args, **kwargs)
+
+    return claiming_call
+
+
+def _claim(function: Any) -> None:
+    """A call starts: the reads since the previous call are its batch's."""
+    global _last_claim
+    now = time.time()
+    with _lock:
+        reads = list(_reads)
+        _reads.clear()
+        call = (now, min(r[0] for r in reads), max(r[1] for r in reads)) if reads else (now, np.nan, np.nan)
+        _last_claim = (id(function), call)
+        entry = _watched.get(id(function))
+    if entry is not None and entry[0]() is function:
+        entry[1].calls.append(call)
