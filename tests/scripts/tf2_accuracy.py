@@ -1,0 +1,126 @@
+"""A TensorFlow 2 step profiled by the package while TensorFlow's own profiler traces the same iterations.
+
+Usage: tf2_accuracy.py OUTPUT WARMUP ITERATIONS
+
+The step (a custom `tf.function` with `next()` inside, an MLP, Adam) is profiled
+with `start_tf2_profiling` into OUTPUT. After WARMUP calls, `tf.profiler.experimental`
+(host tracer level 2) traces ITERATIONS calls. Its XPlane is read back here (with
+TensorFlow's own proto), and the script prints one JSON line: for each traced call,
+in call order, TensorFlow's times in µs since the epoch of the step's fp op start,
+the end of the last bp gradient op, and the end of the last model op the iteration
+end waits on; and the first traced call's run number. The test compares them
+with the package's rows.
+
+The trace's times are relative to the profiler's start; the epoch offset comes
+from eager `tf.timestamp()` calls made inside the trace between the steps: each
+returns the epoch time read inside its own kernel's run, which the trace holds
+(the offset is the median over the calls of the value minus that run's midpoint;
+its error is within half the run, printed as `anchor_error_us`).
+Grappler's remapping is off (as the Ascend scripts run it) so the ops the points
+name are not fused away.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+import npu_tf_profiling  # noqa: E402
+
+try:
+    from tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+except ImportError:  # TensorFlow 2.15
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+
+output, warmup, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+npu_tf_profiling.start_tf2_profiling({"output": output, "training_trace": "on"})
+tf.config.optimizer.set_experimental_options({"remapping": False})
+tf.keras.utils.set_random_seed(3)
+layers = [tf.keras.Input((32,))] + [tf.keras.layers.Dense(64, activation="relu") for _ in range(4)] + [tf.keras.layers.Dense(1)]
+model = tf.keras.Sequential(layers)
+optimizer = tf.keras.optimizers.Adam(1e-3)
+optimizer.build(model.trainable_variables)
+data = tf.data.Dataset.from_tensor_slices((tf.random.normal((1024, 32)), tf.random.normal((1024, 1)))).batch(64).repeat()
+iterator = iter(data)
+
+
+@tf.function
+def train_step() -> tf.Tensor:
+    x, y = next(iterator)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    return loss
+
+
+for _ in range(warmup):
+    train_step().numpy()
+logdir = os.path.join(output, "tf_profiler")
+anchors = []
+tf.profiler.experimental.start(logdir, options=tf.profiler.experimental.ProfilerOptions(host_tracer_level=2))
+for _ in range(iterations):
+    anchors.append(float(tf.timestamp().numpy()) * 1e6)
+    train_step().numpy()
+anchors.append(float(tf.timestamp().numpy()) * 1e6)
+tf.profiler.experimental.stop()
+
+# ---- the points the package chose, and the model ops the iteration end waits on
+for _ in range(50):  # the model is registered when the ring reader first reads its rows (every 0.5 s)
+    info = json.loads(open(glob.glob(os.path.join(output, "PROF_*", "device_*", "info.json"))[0]).read())
+    if info["models"]:
+        break
+    time.sleep(0.1)
+(points,) = info["models"].values()
+graph = train_step.get_concrete_function().graph
+own = "npu_tf_profiling"
+waited, stack = set(), [graph.get_operation_by_name(points["iteration_end"])]
+while stack:
+    op = stack.pop()
+    for parent in [t.op for t in op.inputs] + list(op.control_inputs):
+        if parent.name not in waited and own not in parent.name:
+            waited.add(parent.name)
+            stack.append(parent)
+bp_ops = {t.split(":")[0] for t in points["bp_inputs"]}
+
+# ---- TensorFlow's trace: kernel events "<op name>:<op type>", µs relative to the profiler's start
+(path,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+space = xplane_pb2.XSpace()
+space.ParseFromString(open(path, "rb").read())
+events = []  # (start, end, op name, op type): the kernels
+eager = []  # (start, end) of each eager tf.timestamp() kernel run, on the Python thread
+for plane in space.planes:
+    if plane.name != "/host:CPU":
+        continue
+    for line in plane.lines:
+        spans = []
+        for event in line.events:
+            start = line.timestamp_ns / 1e3 + event.offset_ps / 1e6
+            name, _, kind = plane.event_metadata[event.metadata_id].name.partition(":")
+            spans.append((start, start + event.duration_ps / 1e6, name, kind.strip()))
+        events += [e for e in spans if e[3] and not e[2].startswith("EagerLocalExecute")]
+        calls_of_timestamp = [e for e in spans if e[2] == "EagerLocalExecute" and e[3] == "Timestamp"]
+        kernels = [e for e in spans if e[2] == "EagerKernelExecute"]
+        for outer in calls_of_timestamp:  # the clock is read inside the kernel's run, nested in the call
+            eager += [k[:2] for k in kernels if outer[0] <= k[0] and k[1] <= outer[1]]
+events.sort()
+eager.sort()
+assert len(eager) == len(anchors), (len(eager), len(anchors))
+offset = statistics.median(value - (start + end) / 2 for value, (start, end) in zip(anchors, eager))
+anchor_error = statistics.median((end - start) / 2 for start, end in eager)
+calls = []
+for (begin, _), (finish, _) in zip(eager, eager[1:]):
+    inside = [e for e in events if begin < e[0] < finish]
+    fp = [e[0] for e in inside if e[2] == points["fp"]]
+    bp = [e[1] for e in inside if e[2] in bp_ops]
+    end = [e[1] for e in inside if e[2] in waited]
+    # None where the trace lost the op's event (TensorFlow's tracer drops some under load)
+    calls.append({
+        "fp_start": min(fp) + offset if fp else None,
+        "bp_end": max(bp) + offset if bp else None,
+        "iteration_end": max(end) + offset if end else None,
+    })
+print(json.dumps({"first_run": warmup + 1, "calls": calls, "anchor_error_us": anchor_error}))
