@@ -88,3 +88,15 @@ def call_update_kind(node: Any, updating: dict[str, str]) -> str | None:
     if APPLY in kinds:
         return APPLY
     return ASSIGN if kinds else None
+
+
+def training_functions(library: Any) -> frozenset[str]:
+    """Library functions that hold a training step themselves: variable updates and backprop's ops
+    (a gradient scope) in their own body. An XLA-compiled step called from a traced function is one
+    (the caller cannot see its gradients flow into the updates, as discovery's rules need); an
+    evaluation step's metric updates, with no gradients, are not."""
+    updating = updating_functions(library)
+    return frozenset(
+        function.signature.name for function in library.function
+        if function.signature.name in updating and any(optypes.GRADIENT_NAME_RE.search(n.name) for n in function.node_def)
+    )

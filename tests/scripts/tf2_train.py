@@ -17,7 +17,7 @@ Styles (each optimizer step is one iteration; evaluation never is):
     for_dataset   `for x, y in dataset:` a step given the batch, then a second step given none (a GAN's
                   generator), and every 4 steps a tf.function evaluation over 2 validation batches: the
                   eager reads are the first step's GetNext only
-    jit           model.fit with jit_compile=True (not traced: a note says why)
+    jit           model.fit with jit_compile=True (timed around the compiled step: FP/BP N/A, a note says why)
     mirrored      MirroredStrategy over two logical CPUs, a custom step (Reduce columns)
     multi_worker  MultiWorkerMirroredStrategy (TF_CONFIG from the environment), a custom step reading its
                   distributed dataset in the function; run one process per worker

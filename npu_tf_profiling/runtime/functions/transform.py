@@ -14,7 +14,10 @@ body `while_v2`/`cond_v2` makes. Which graphs get probes:
 * never a `cond_v2` branch (a loss-scale optimizer's "apply if finite"): the
   graph around it is the step, and discovery sees the updates through the call;
 * never an XLA-compiled function (`jit_compile=True`): no stamp op has an XLA
-  kernel, and one would fail the compilation. One note says so.
+  kernel, and one would fail the compilation. The function that calls it (Keras'
+  `train_function` around its compiled step, or a custom loop's caller) is probed
+  instead when its only updates are such calls: its rows hold GetNext and the
+  iteration's end, and FP/BP are N/A (`JIT_NOTE` says why).
 
 A graph is analysed with the Session path's discovery and user points, and gets
 the same probes (`probes.build_probes`) with a ring named for its Python
@@ -35,7 +38,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-from npu_tf_profiling.graph_points import Discovery, analyse, optypes
+from npu_tf_profiling.graph_points import Discovery, GraphIndex, TracePoints, analyse, functions, optypes
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
 from npu_tf_profiling.runtime.functions.host_reads import watch
@@ -45,9 +48,13 @@ from npu_tf_profiling.runtime.recorder import read_in_the_background
 from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
 
 JIT_NOTE = (
-    "{name} is compiled with XLA (jit_compile=True): its steps are not traced, since no stamp op has an XLA kernel "
-    "(Iteration Time, GetNext, FP/BP: no rows for it). Trace it with jit_compile=False, or time the whole call around it"
+    "{name} is compiled with XLA (jit_compile=True): no stamp op has an XLA kernel, so nothing is stamped inside it. "
+    "Where a traced function calls it (Keras fit's train_function does), that caller's rows time each step: "
+    "Iteration Time and GetNext, with FP/BP N/A; compile with jit_compile=False for FP/BP"
 )
+JIT_CALLER_REASON = ("fp, bp = N/A: the updates are in an XLA-compiled function (jit_compile=True) this function calls; "
+                     "no stamp op can run inside it, so this row times the call (GetNext, iteration end)")
+XLA_ATTRIBUTE = "_XlaMustCompile"
 
 SourceGetter = Callable[[], "CollectionSource | None"]
 _BRANCHING = frozenset({"If", "StatelessIf", "Case", "StatelessCase"})
@@ -63,7 +70,7 @@ class StepTransform:
         self._failed_once = False
 
     def __call__(self, graph: tf.Graph) -> None:
-        if not _updates_variables(graph):
+        if not _updates_variables(graph) and not _compiled_calls(graph):
             return  # the common case (data pipelines, inference, small helpers): a scan of op types
         if not tf.compat.v1.executing_eagerly_outside_functions():
             return  # a graph-mode program: its Session times the step
@@ -93,10 +100,17 @@ class StepTransform:
 
     def _probe(self, graph: tf.Graph, context: TracingContext, source: CollectionSource) -> None:
         discovery = analyse(graph)
-        if not discovery.is_training or _steps_are_called(discovery):
-            return
-        chosen = choose_points(discovery, source.asked_points())
-        points = chosen.points
+        compiled_step = _compiled_step_call(graph)
+        if compiled_step is not None:  # time the call around the compiled step: no points inside it
+            chosen = choose_points(discovery, {})
+            points = _around_compiled_step(graph, discovery.index, chosen.points, compiled_step)
+            if points is None:
+                return
+        else:
+            if not discovery.is_training or _steps_are_called(discovery):
+                return
+            chosen = choose_points(discovery, source.asked_points())
+            points = chosen.points
         if points.iteration_end is None:
             return
         model = self._model_for(context, points.to_dict(), chosen.fallbacks, source)
@@ -134,6 +148,37 @@ def _steps_are_called(discovery: Discovery) -> bool:
     if not set(updates.ops) <= updates.via_calls:
         return False
     return not any(discovery.index.types[op] in _BRANCHING for op in updates.ops)
+
+
+def _compiled_calls(graph: tf.Graph) -> list[tf.Operation]:
+    """The graph's calls of XLA-compiled functions (a cheap scan: call ops' attributes)."""
+    calls = []
+    for op in graph.get_operations():
+        if op.type in functions.FUNCTION_CALL_TYPES:
+            attr = op.node_def.attr.get(XLA_ATTRIBUTE)
+            if attr is not None and attr.b:
+                calls.append(op)
+    return calls
+
+
+def _compiled_step_call(graph: tf.Graph) -> tf.Operation | None:
+    """The call of an XLA-compiled training step, when this graph makes one and updates nothing itself."""
+    calls = _compiled_calls(graph)
+    if not calls or _updates_variables(graph):
+        return None
+    training = functions.training_functions(graph.as_graph_def().library)
+    stepping = [op for op in calls if set(functions.called_functions(op.node_def)) & training]
+    return stepping[-1] if len(stepping) == 1 else None
+
+
+def _around_compiled_step(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf.Operation) -> TracePoints | None:
+    """The points of a graph that calls a compiled step: its reads, and as iteration end the
+    output that waits on the call (automatic control dependencies put the call before it)."""
+    ends = [t.op for t in graph.outputs if call.name in index.ancestors([t.op.name])]
+    if not ends:
+        return None
+    return TracePoints(get_next=found.get_next, iteration_end=ends[0].name, is_training=True,
+                       reasons=(JIT_CALLER_REASON, *(r for r in found.reasons if r.startswith("get_next"))))
 
 
 def _updates_variables(graph: tf.Graph) -> bool:
