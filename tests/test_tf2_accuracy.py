@@ -1,15 +1,14 @@
 """The TensorFlow 2 step trace against TensorFlow's own profiler on the same iterations.
 
 The issue's target, p95 within 20 µs, is not met on 2 cores (see benchmarks/RESULTS.md,
-"TensorFlow 2 steps"). Measured over 14 runs: FP Start median 2.5-4.8 µs, p95 3.5-5.3 µs in
-most runs but 28-44 µs in two; BP End median 0.5-21 µs, p95 19-72 µs; Iteration End median
-7.5-18.5 µs, p95 13-67 µs. The BP and end stamps wait on the last gradient (or on
-everything), and the executor may run other ready ops inline before them; under the
-profiler's per-kernel tracing the gap widens, and it differs from process to process with
-the executor's cost model. So the test holds the medians (FP Start within 10 µs: the
-earlier design, FP Start = the batch's end stamp, was 14-20 µs early; the others within
-30 µs) and bounds the tails (p95 within 60 µs for FP Start, 100 µs for the others), as
-regression guards, not as the target.
+"TensorFlow 2 accuracy"). Measured: FP Start median 13-20 µs, p95 18-52 µs: it is the
+batch's end stamp, early by the first layer's weight reads and the executor's dispatch
+(`probes.start_stamp` says why a later, ungated stamp is not used); BP End median 0.5-21 µs,
+p95 2-72 µs; Iteration End median 4-19 µs, p95 13-67 µs. The BP and end stamps wait on the
+last gradient (or on everything), and the executor may run other ready ops inline before
+them; under the profiler's per-kernel tracing the gap widens, and it differs from process
+to process with the executor's cost model. So the test holds the medians within 30 µs and
+the p95 within 100 µs, as regression guards, not as the target.
 
 tests/scripts/tf2_accuracy.py profiles a custom `tf.function` step with the
 package while `tf.profiler.experimental` traces 100 of its calls, and prints
@@ -35,8 +34,8 @@ from tests.trace_files import raw_records
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_accuracy.py"
 WARMUP, ITERATIONS = 150, 100  # past the executor's first ~100 runs, where every kernel is sent to the thread pool
-MEDIAN_US = {"fp_start": 10.0, "bp_end": 30.0, "iteration_end": 30.0}  # regression guards (module docstring)
-P95_US = {"fp_start": 60.0, "bp_end": 100.0, "iteration_end": 100.0}
+MEDIAN_US = {"fp_start": 30.0, "bp_end": 30.0, "iteration_end": 30.0}  # regression guards (module docstring)
+P95_US = {"fp_start": 100.0, "bp_end": 100.0, "iteration_end": 100.0}
 LOADED_P95_FACTOR = 2.0
 POINTS = ("fp_start", "bp_end", "iteration_end")
 

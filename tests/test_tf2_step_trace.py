@@ -73,9 +73,10 @@ def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list
     """Which rows must have a GetNext time, for `function`'s model in `style`."""
     if HOST_READ_STEPS.get(style) == function.rsplit(".", 1)[-1]:
         return [False] + [True] * (len(rows) - 1)
-    # The generator and the head step read no data, and Keras 3's fit reads the batch in the loop around
-    # the step function (its graph has no read; the read's own function is not the step).
-    no_read = style in ("gan", "retrace", "for_dataset") or (style.startswith("fit") and _tensorflow_version() >= (2, 16))
+    # The generator and the head step read no data. Keras 3's fit reads the batch in the function that calls
+    # the step: with steps_per_execution 1 that caller's read is given to the step's rows (`callers`); with 3 the
+    # call sits in the caller's loop and branch, which is not matched (README).
+    no_read = style in ("gan", "retrace", "for_dataset") or (style == "fit_spe" and _tensorflow_version() >= (2, 16))
     return [not no_read or (style == "gan" and function.endswith("discriminator_step"))] * len(rows)
 
 

@@ -199,17 +199,17 @@ class _Builder:
         inputs = [t for t in op.inputs if t.op not in gates and t.op.type not in FED_INPUT_TYPES and t.op.name not in covered]
         controls = [c for c in op.control_inputs if c not in gates and c.type not in FED_INPUT_TYPES]
         if not inputs and not controls and len(also_after) == 1 and gates:
-            # The first layer reads only the batch and its weights (typically FP Start): the reads
-            # wait on the batch's end stamp, and `op` starts once they are done, so the stamp is
-            # taken after them, not gating `op` (a control input on a MatMul or Conv2D would block
-            # its fusion). It runs inline the moment the last read ends, as `op` becomes ready.
-            # Reusing the batch's end stamp instead saved one op (about 2 µs on a 0.3 ms step) but
-            # was early by the reads and the executor's dispatch: 14-20 µs against TensorFlow's
-            # profiler on a TF2 MLP step, 4 µs (p95 8) against a Session's step stats; this way
-            # 3-5 µs and 2 µs (p95 3), tests/test_tf2_accuracy.py and test_runtime_accuracy.py.
-            batch_end = also_after[0]
-            self.make_wait([g for g in gates if batch_end.op not in g.control_inputs], batch_end)
-            return self.stamp([g.outputs[0] for g in gates] + [batch_end], name)
+            # `op` may start the moment that stamp is taken (typically: FP Start, where the first
+            # layer reads only the batch and its weights), and its reads already wait on it (the
+            # batch's first successors do): a second clock read would only add an op to the
+            # step's path (about 2 µs measured per op on a 0.3 ms step). It is early by the reads
+            # and the executor's dispatch (14-20 µs against TensorFlow's profiler on a TF2 MLP step,
+            # tests/test_tf2_accuracy.py). A stamp after the reads that gates nothing was 2-5 µs off,
+            # but now and then ran at the very end of the step (an ungated op may wait behind the
+            # whole inline chain): worse than early, so not used; one that gates the op blocks fusion.
+            stamp = also_after[0]
+            self.make_wait([g for g in gates if stamp.op not in g.control_inputs], stamp)
+            return stamp
         stamp = self.stamp(inputs + controls + list(also_after), name)
         targets = gates or ([op] if self._wait_is_safe(op, before) else [])
         if not targets:

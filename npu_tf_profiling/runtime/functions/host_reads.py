@@ -42,10 +42,17 @@ _READ_METHODS = (
 _CALL_METHOD = ("tensorflow.python.eager.polymorphic_function.polymorphic_function", "Function", "__call__")
 
 
+HOST_READ_REASON = ("the graph reads no batch: GetNext is the eager iterator reads (next(), get_next()) made "
+                    "since the previous tf.function call, before each call of this step")
+
+
 @dataclass(eq=False)
 class HostBatches:
-    """A watched step's calls: when each started, and the span of the reads it was given (NaN: none)."""
+    """A step's calls, in µs since the epoch: when each started, and the span of the reads it was given
+    (NaN: none). Filled by the host's reads (`watch`) or by the function that calls the step
+    (`reader.FunctionModel.fed_by`); `reason` says which, in info.json."""
 
+    reason: str = HOST_READ_REASON
     calls: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_BATCHES))
 
     def join(self, first_stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,7 +60,7 @@ class HostBatches:
         row's first stamp), NaN where that call was given none or is not known."""
         begin = np.full(len(first_stamps), np.nan)
         end = np.full(len(first_stamps), np.nan)
-        calls = np.array(list(self.calls), dtype=np.float64).reshape(-1, 3) * 1e6
+        calls = np.array(list(self.calls), dtype=np.float64).reshape(-1, 3)
         if not len(calls):
             return begin, end
         calls = calls[np.argsort(calls[:, 0], kind="stable")]
@@ -153,7 +160,7 @@ def _claim(function: Any) -> None:
     with _lock:
         reads = list(_reads)
         _reads.clear()
-        call = (now, min(r[0] for r in reads), max(r[1] for r in reads)) if reads else (now, np.nan, np.nan)
+        call = (now * 1e6, min(r[0] for r in reads) * 1e6, max(r[1] for r in reads) * 1e6) if reads else (now * 1e6, np.nan, np.nan)
         _last_claim = (id(function), call)
         entry = _watched.get(id(function))
     if entry is not None and entry[0]() is function:

@@ -32,8 +32,7 @@ from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_ta
 from npu_tf_profiling.runtime.user_points import FALLBACK_KEY
 
 
-HOST_READ_REASON = ("the graph reads no batch: GetNext is the eager iterator reads (next(), get_next()) made "
-                    "since the previous tf.function call, before each call of this step")
+FED_REASON = "the graph reads no batch: GetNext is the read of {caller}, the function that calls this step, in the same call"
 
 
 @dataclass
@@ -56,8 +55,11 @@ class FunctionModel:
     fallbacks: dict[str, Any]
     source: CollectionSource
     traces: list[_Trace] = field(default_factory=list)
-    # Its calls' eager reads (`host_reads`), for traces with no read in the graph; None: not watched.
+    # Its calls' batches, for traces with no read in the graph: the host's eager reads (`host_reads`)
+    # or the reads of the function that calls it (`feeder`); None: neither.
     host_batches: HostBatches | None = None
+    feeder: "FunctionModel | None" = None  # the caller whose rows give this step its GetNext
+    feeds: HostBatches | None = None  # set on a feeder: its rows go there, it has none of its own
     closed: bool = False
     _done: int = 0  # the last run number read
     _collection: Collection | None = None
@@ -70,6 +72,12 @@ class FunctionModel:
         with self._lock:
             if not any(t.row_width == row_width and t.shape == shape for t in self.traces):
                 self.traces.append(_Trace(shape, row_width))
+
+    def fed_by(self, feeder: "FunctionModel") -> None:
+        """`feeder`'s rows (a caller reading the batch, `callers`) give this step's rows their GetNext."""
+        with self._lock:
+            self.host_batches = HostBatches(reason=FED_REASON.format(caller=feeder.name))
+            feeder.feeds, self.feeder = self.host_batches, feeder
 
     # ----- what the process's ring reader calls ---------------------------------------------
     def read_in_background(self) -> None:
@@ -93,6 +101,8 @@ class FunctionModel:
 
     # ----- internals ---------------------------------------------------------------------------
     def _drain_locked(self) -> None:
+        if self.feeder is not None:  # the batches of the rows read here are in the caller's rows
+            self.feeder.drain()
         collection = self.source.poll()
         progress = self._progress()
         if collection is not self._collection:
@@ -114,7 +124,8 @@ class FunctionModel:
                 f"{lost} iteration(s) of {self.name} were not recorded: their rows were gone from the ring "
                 f"({RING_ROWS} rows) when it was read"
             )
-        self.source.after_iteration(int(progress))
+        if self.feeds is None:  # a feeder's calls are its step's iterations, counted there
+            self.source.after_iteration(int(progress))
 
     def _progress(self) -> int:
         if self._counter is None:
@@ -135,6 +146,9 @@ class FunctionModel:
         return found.numpy().reshape(len(keys), trace.row_width)
 
     def _record(self, shape: RecordShape, rows: np.ndarray) -> None:
+        if self.feeds is not None:
+            self._feed(shape, rows[:, 1:] * 1e6)
+            return
         collection = self._collection
         if collection is None or not collection.active or not collection.training_trace:
             return
@@ -155,12 +169,21 @@ class FunctionModel:
         collection.run.record_trace_frame(encode_frame(self._model_in(collection).model_id, shape, records))
         collection.cycle_ended(runs)
 
+    def _feed(self, shape: RecordShape, times: np.ndarray) -> None:
+        """A feeder's rows, as its step's batches: (the first read's start, the reads' span)."""
+        pairs = times[:, : 2 * shape.get_next_pairs]
+        if not pairs.shape[1]:
+            return
+        starts, ends = pairs[:, 0::2], pairs[:, 1::2]
+        first = np.nanmin(starts, axis=1)
+        self.feeds.calls.extend(zip(first, first, np.nanmax(ends, axis=1)))
+
     def _model_in(self, collection: Collection) -> ModelEntry:
         model = self._models.get(id(collection.run))
         if model is None:
             entry = dict(self.trace_points, function=self.name)
             if self.host_batches is not None:
-                entry["get_next_on_host"] = HOST_READ_REASON
+                entry["get_next_from"] = self.host_batches.reason
             if self.fallbacks:
                 entry[FALLBACK_KEY] = self.fallbacks
             model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry)

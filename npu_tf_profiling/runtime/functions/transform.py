@@ -17,7 +17,10 @@ body `while_v2`/`cond_v2` makes. Which graphs get probes:
   kernel, and one would fail the compilation. The function that calls it (Keras'
   `train_function` around its compiled step, or a custom loop's caller) is probed
   instead when its only updates are such calls: its rows hold GetNext and the
-  iteration's end, and FP/BP are N/A (`JIT_NOTE` says why).
+  iteration's end, and FP/BP are N/A (`JIT_NOTE` says why; `callers`);
+* a caller that reads the batch for a probed step without a read of its own
+  (Keras 3's fit) gets probes too, whose rows give that step its GetNext
+  (`callers`).
 
 A graph is analysed with the Session path's discovery and user points, and gets
 the same probes (`probes.build_probes`) with a ring named for its Python
@@ -38,7 +41,8 @@ from typing import Callable
 
 import tensorflow as tf
 
-from npu_tf_profiling.graph_points import Discovery, GraphIndex, TracePoints, analyse, functions, optypes
+from npu_tf_profiling.graph_points import Discovery, analyse, optypes
+from npu_tf_profiling.runtime.functions import callers
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
 from npu_tf_profiling.runtime.functions.host_reads import watch
@@ -52,9 +56,7 @@ JIT_NOTE = (
     "Where a traced function calls it (Keras fit's train_function does), that caller's rows time each step: "
     "Iteration Time and GetNext, with FP/BP N/A; compile with jit_compile=False for FP/BP"
 )
-JIT_CALLER_REASON = ("fp, bp = N/A: the updates are in an XLA-compiled function (jit_compile=True) this function calls; "
-                     "no stamp op can run inside it, so this row times the call (GetNext, iteration end)")
-XLA_ATTRIBUTE = "_XlaMustCompile"
+
 
 SourceGetter = Callable[[], "CollectionSource | None"]
 _BRANCHING = frozenset({"If", "StatelessIf", "Case", "StatelessCase"})
@@ -70,7 +72,7 @@ class StepTransform:
         self._failed_once = False
 
     def __call__(self, graph: tf.Graph) -> None:
-        if not _updates_variables(graph) and not _compiled_calls(graph):
+        if not _updates_variables(graph) and not callers.compiled_calls(graph) and not callers.may_feed_a_step(graph):
             return  # the common case (data pipelines, inference, small helpers): a scan of op types
         if not tf.compat.v1.executing_eagerly_outside_functions():
             return  # a graph-mode program: its Session times the step
@@ -100,18 +102,19 @@ class StepTransform:
 
     def _probe(self, graph: tf.Graph, context: TracingContext, source: CollectionSource) -> None:
         discovery = analyse(graph)
-        compiled_step = _compiled_step_call(graph)
-        if compiled_step is not None:  # time the call around the compiled step: no points inside it
+        compiled_step = callers.compiled_step_call(graph, _updates_variables(graph))
+        fed = self._fed_step(graph, discovery, context) if compiled_step is None else None
+        if compiled_step is not None or fed is not None:  # a caller: its rows time the call, no points inside it
             chosen = choose_points(discovery, {})
-            points = _around_compiled_step(graph, discovery.index, chosen.points, compiled_step)
-            if points is None:
-                return
+            call, reason = (compiled_step, callers.JIT_CALLER_REASON) if fed is None else (
+                fed[0], callers.FEEDER_REASON.format(step=fed[1].name))
+            points = callers.around_call(graph, discovery.index, chosen.points, call, reason)
+        elif not discovery.is_training or _steps_are_called(discovery):
+            return
         else:
-            if not discovery.is_training or _steps_are_called(discovery):
-                return
             chosen = choose_points(discovery, source.asked_points())
             points = chosen.points
-        if points.iteration_end is None:
+        if points is None or points.iteration_end is None:
             return
         model = self._model_for(context, points.to_dict(), chosen.fallbacks, source)
         clock, clock_note = process_clock()
@@ -120,11 +123,23 @@ class StepTransform:
         if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
             graph.control_outputs.append(probes.ring.write)
         model.add_trace(probes.shape, probes.ring.row_width)
-        if probes.shape.get_next_pairs == 0 and context.kind == FUNCTION and model.host_batches is None:
+        if fed is not None:
+            fed[1].fed_by(model)
+        elif probes.shape.get_next_pairs == 0 and context.kind == FUNCTION and model.host_batches is None:
             model.host_batches = watch(context.caller)  # its batches are read before its calls
         for note in (clock_note, *points.warnings, *probes.notes):
             if note:
                 source.note(note)
+
+    def _fed_step(self, graph: tf.Graph, discovery: Discovery, context: TracingContext) -> tuple[tf.Operation, FunctionModel] | None:
+        """The call, in this graph, of the one probed step with no read of its own that it feeds, if any."""
+        if context.kind != FUNCTION or not discovery.points().get_next or not callers.may_feed_a_step(graph):
+            return None
+        with self._lock:
+            readless = {m.tables: m for m in self._models.values()
+                        if m.traces and all(t.shape.get_next_pairs == 0 for t in m.traces)}
+        found = callers.fed_step_call(graph, discovery.index, readless) if readless else None
+        return (found[0], readless[found[1]]) if found else None
 
     def _model_for(self, context: TracingContext, trace_points: dict, fallbacks: dict, source: CollectionSource) -> FunctionModel:
         with self._lock:
@@ -148,37 +163,6 @@ def _steps_are_called(discovery: Discovery) -> bool:
     if not set(updates.ops) <= updates.via_calls:
         return False
     return not any(discovery.index.types[op] in _BRANCHING for op in updates.ops)
-
-
-def _compiled_calls(graph: tf.Graph) -> list[tf.Operation]:
-    """The graph's calls of XLA-compiled functions (a cheap scan: call ops' attributes)."""
-    calls = []
-    for op in graph.get_operations():
-        if op.type in functions.FUNCTION_CALL_TYPES:
-            attr = op.node_def.attr.get(XLA_ATTRIBUTE)
-            if attr is not None and attr.b:
-                calls.append(op)
-    return calls
-
-
-def _compiled_step_call(graph: tf.Graph) -> tf.Operation | None:
-    """The call of an XLA-compiled training step, when this graph makes one and updates nothing itself."""
-    calls = _compiled_calls(graph)
-    if not calls or _updates_variables(graph):
-        return None
-    training = functions.training_functions(graph.as_graph_def().library)
-    stepping = [op for op in calls if set(functions.called_functions(op.node_def)) & training]
-    return stepping[-1] if len(stepping) == 1 else None
-
-
-def _around_compiled_step(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf.Operation) -> TracePoints | None:
-    """The points of a graph that calls a compiled step: its reads, and as iteration end the
-    output that waits on the call (automatic control dependencies put the call before it)."""
-    ends = [t.op for t in graph.outputs if call.name in index.ancestors([t.op.name])]
-    if not ends:
-        return None
-    return TracePoints(get_next=found.get_next, iteration_end=ends[0].name, is_training=True,
-                       reasons=(JIT_CALLER_REASON, *(r for r in found.reasons if r.startswith("get_next"))))
 
 
 def _updates_variables(graph: tf.Graph) -> bool:

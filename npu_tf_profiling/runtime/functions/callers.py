@@ -1,0 +1,95 @@
+"""Functions that call the training step rather than being it: what their rows time.
+
+Two kinds of caller get probes of their own, with no FP/BP points:
+
+* **around a compiled step** (`compiled_step_call`, `around_call`): the step is XLA-compiled
+  (`jit_compile=True`), so nothing can be stamped inside it; the caller (Keras
+  2's ``train_function``, Keras 3's ``multi_step_on_iterator``) reads the batch
+  and calls it, so its rows time the iteration: GetNext and the iteration end.
+* **feeding a probed step** (`may_feed_a_step`, `fed_step_call`): the caller
+  reads the batch and calls a step that is probed but has no read of its own
+  (Keras 3's ``multi_step_on_iterator`` around ``one_step_on_data``). The
+  caller's rows are not iterations: each gives its GetNext to the step's row of
+  the same call (`reader.FunctionModel.feeder`).
+
+Both look only at calls made directly in the caller's graph; a step called from
+inside a loop's body or a branch (Keras 3 with ``steps_per_execution`` > 1) is
+not matched, and its rows keep GetNext N/A.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import tensorflow as tf
+
+from npu_tf_profiling.graph_points import GraphIndex, TracePoints, functions, optypes
+
+XLA_ATTRIBUTE = "_XlaMustCompile"
+TABLES_PREFIX = "npu_tf_profiling_"  # every tf.function ring's tables are named from it (transform._model_for)
+JIT_CALLER_REASON = ("fp, bp = N/A: the updates are in an XLA-compiled function (jit_compile=True) this function calls; "
+                     "no stamp op can run inside it, so this row times the call (GetNext, iteration end)")
+FEEDER_REASON = ("this function reads the batch and calls the training step {step}: its GetNext is given to that "
+                 "step's rows (the row of the same call); it has no rows of its own")
+
+
+def compiled_calls(graph: tf.Graph) -> list[tf.Operation]:
+    """The graph's calls of XLA-compiled functions (a cheap scan: call ops' attributes)."""
+    calls = []
+    for op in graph.get_operations():
+        if op.type in functions.FUNCTION_CALL_TYPES:
+            attr = op.node_def.attr.get(XLA_ATTRIBUTE)
+            if attr is not None and attr.b:
+                calls.append(op)
+    return calls
+
+
+def compiled_step_call(graph: tf.Graph, updates_itself: bool) -> tf.Operation | None:
+    """The call of an XLA-compiled training step, when this graph makes one and updates nothing itself."""
+    calls = compiled_calls(graph)
+    if not calls or updates_itself:
+        return None
+    training = functions.training_functions(graph.as_graph_def().library)
+    stepping = [op for op in calls if set(functions.called_functions(op.node_def)) & training]
+    return stepping[-1] if len(stepping) == 1 else None
+
+
+def around_call(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf.Operation, reason: str) -> TracePoints | None:
+    """The points of a graph that calls the step: its reads, and as iteration end the output
+    that waits on the call (automatic control dependencies put the call before it); no FP/BP."""
+    if found.iteration_end is not None and call.name in index.ancestors([found.iteration_end]):
+        end = found.iteration_end
+    else:
+        ends = [t.op.name for t in graph.outputs if call.name in index.ancestors([t.op.name])]
+        if not ends:
+            return None
+        end = ends[0]
+    return TracePoints(get_next=found.get_next, iteration_end=end, is_training=True,
+                       reasons=(reason, *(r for r in found.reasons if r.startswith("get_next"))))
+
+
+def may_feed_a_step(graph: tf.Graph) -> bool:
+    """Whether the graph both reads a batch and calls a function (a cheap scan of op types)."""
+    kinds = {op.type for op in graph.get_operations()}
+    return bool(kinds & functions.FUNCTION_CALL_TYPES) and bool(kinds & optypes.ITERATOR_INPUT_TYPES)
+
+
+def fed_step_call(graph: tf.Graph, index: GraphIndex, tables: Iterable[str]) -> tuple[tf.Operation, str] | None:
+    """The call, made directly in this graph, of the one probed function (by its ring's `tables`)
+    it calls, and that function's tables; None unless exactly one such call."""
+    wanted = set(tables)
+    library = {f.signature.name: f for f in index.graph_def.library.function}
+    found = []
+    for op in graph.get_operations():
+        if op.type not in functions.FUNCTION_CALL_TYPES:
+            continue
+        for name in functions.called_functions(op.node_def):
+            names = {_tables_of(node) for node in getattr(library.get(name), "node_def", ())} & wanted
+            found += [(op, t) for t in names]
+    return found[0] if len(found) == 1 else None
+
+
+def _tables_of(node: object) -> str | None:
+    shared = node.attr.get("shared_name")  # type: ignore[attr-defined]
+    if shared is None or not shared.s.startswith(TABLES_PREFIX.encode()):
+        return None
+    return shared.s.decode().split("_rows", 1)[0].split("_counter", 1)[0]
