@@ -36,12 +36,12 @@ IMPORT_ALIASES = {
 def alias() -> Iterator[dict]:
     """The alias installed in this process; sys.path and the aliased modules are restored afterwards."""
     saved_path = list(sys.path)
-    assert install_npu_bridge_alias() == ("npu_bridge", "hccl")
+    assert install_npu_bridge_alias() == ("npu_bridge", "npu_device", "hccl", "npu_convert_dropout")
     star: dict = {}
     exec("from npu_bridge.npu_init import *", star)  # noqa: S102 - the statement under test
     yield star
     sys.path[:] = saved_path
-    for name in [m for m in sys.modules if m.split(".")[0] in ("npu_bridge", "hccl")]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("npu_bridge", "npu_device", "hccl", "npu_convert_dropout")]:
         del sys.modules[name]
 
 

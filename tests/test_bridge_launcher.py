@@ -123,7 +123,7 @@ def test_install_alias_is_idempotent_and_public() -> None:
     saved = list(sys.path)
     try:
         first = install_npu_bridge_alias()
-        assert first == install_npu_bridge_alias() == ("npu_bridge", "hccl")
+        assert first == install_npu_bridge_alias() == ("npu_bridge", "npu_device", "hccl", "npu_convert_dropout")
         assert sys.path.count(COMPAT_ROOT) == 1 and sys.path[-1] == COMPAT_ROOT  # last: anything real wins
     finally:
         sys.path[:] = saved

@@ -1,11 +1,16 @@
-"""`install_npu_bridge_alias()`: make `import npu_bridge...` and `import hccl...` resolve to this package.
+"""`install_npu_bridge_alias()`: make `import npu_bridge...`, `import npu_device...` and `import hccl...` resolve here.
 
 The compatibility tree (`npu_tf_profiling/bridge/compat/`) holds packages named
-`npu_bridge` and `hccl` that mirror upstream's module paths and re-export this
-package's implementations. Installing the alias appends that folder to the *end*
-of `sys.path`, so an installed Ascend toolkit always wins: the alias is not
-installed at all when a real `npu_bridge` is importable, and a real `hccl` found
-earlier on the path is used as is. No TensorFlow is imported here.
+`npu_bridge` (Ascend's TF1 adapter), `npu_device` (its TF2 adapter) and `hccl`
+that mirror upstream's module paths and re-export this package's
+implementations, plus the fallback `npu_convert_dropout` module that ModelZoo
+TF2 folders usually vendor. Installing the alias appends that folder to the
+*end* of `sys.path`, so an installed Ascend toolkit always wins: the alias is
+not installed at all when a real `npu_bridge` or `npu_device` is importable
+(either means the Ascend adapter is there, and mixing ours with it would be
+worse than either), and a real `hccl` (or a script folder's own
+`npu_convert_dropout.py`) found earlier on the path is used as is. No
+TensorFlow is imported here.
 """
 from __future__ import annotations
 
@@ -15,7 +20,9 @@ import sys
 import threading
 
 COMPAT_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat")
-ALIASED_PACKAGES = ("npu_bridge", "hccl")
+ALIASED_PACKAGES = ("npu_bridge", "npu_device", "hccl", "npu_convert_dropout")
+ADAPTERS = ("npu_bridge", "npu_device")
+"""Ascend's own adapters: if either is really installed, nothing is aliased."""
 
 _lock = threading.Lock()
 
@@ -47,14 +54,14 @@ def _is_ours(path: str) -> bool:
 
 
 def install_npu_bridge_alias() -> tuple[str, ...]:
-    """Serve `npu_bridge` / `hccl` imports from the compatibility layer unless a real npu_bridge exists.
+    """Serve `npu_bridge` / `npu_device` / `hccl` imports from the compatibility layer unless a real adapter exists.
 
-    Returns the top-level packages this layer now serves (empty when a real
-    npu_bridge is importable). Idempotent and thread-safe; the launcher
+    Returns the top-level modules this layer now serves (empty when a real
+    npu_bridge or npu_device is importable). Idempotent and thread-safe; the launcher
     (`npu-tf-prof run`) calls it before running the script.
     """
     with _lock:
-        if _real_location("npu_bridge") is not None:
+        if any(_real_location(adapter) is not None for adapter in ADAPTERS):
             return ()
         if COMPAT_ROOT not in sys.path:
             sys.path.append(COMPAT_ROOT)

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from npu_tf_profiling.bridge.notes import npu_only_kernel
 
-_LARS = ("the LARS trust ratio written with tf.norm: g * hyperpara * ||w|| / (||g|| + weight_decay * ||w|| + epsilon) "
+LARS_ALTERNATIVE = ("the LARS trust ratio written with tf.norm: g * hyperpara * ||w|| / (||g|| + weight_decay * ||w|| + epsilon) "
          "plus weight_decay * w, per variable, then tf.train.MomentumOptimizer")
-_ADAM = "tf.compat.v1.train.AdamOptimizer (its fused ApplyAdam kernel does the same update)"
+ADAM_ALTERNATIVE = "tf.compat.v1.train.AdamOptimizer (its fused ApplyAdam kernel does the same update)"
 _REMOTE = ("a host-side tf.Variable (under tf.device('/cpu:0')) read with tf.gather / tf.nn.embedding_lookup "
            "and written with tf.compat.v1.scatter_update")
 _RDMA = "a host-side tf.Variable (under tf.device('/cpu:0')) read with tf.nn.embedding_lookup; no RDMA pool is needed"
 
 # npu_bridge.estimator.npu_ops
-LARS = npu_only_kernel("npu_ops.LARS", _LARS)
-LARSV2 = npu_only_kernel("npu_ops.LARSV2", _LARS)
+LARS = npu_only_kernel("npu_ops.LARS", LARS_ALTERNATIVE)
+LARSV2 = npu_only_kernel("npu_ops.LARSV2", LARS_ALTERNATIVE)
 basic_lstm_cell = npu_only_kernel("npu_ops.basic_lstm_cell", "tf.nn.rnn_cell.BasicLSTMCell (or tf.keras.layers.LSTMCell)")
-adam_apply_one_assign = npu_only_kernel("npu_ops.adam_apply_one_assign", _ADAM)
+adam_apply_one_assign = npu_only_kernel("npu_ops.adam_apply_one_assign", ADAM_ALTERNATIVE)
 adam_apply_one_with_decay_assign = npu_only_kernel(
     "npu_ops.adam_apply_one_with_decay_assign", "tf.compat.v1.train.AdamOptimizer plus an explicit weight-decay term in the loss"
 )

@@ -4,9 +4,10 @@ The script runs in this process exactly as `python SCRIPT ARGS` would run it:
 `sys.argv` is `[SCRIPT, *ARGS]`, `sys.path[0]` is the script's folder, it runs as
 `__main__` in the current working directory, `sys.exit(n)` exits with n, and an
 uncaught exception prints the script's own traceback (no launcher frames) and
-exits with 1. Before it starts, `npu_bridge`/`hccl` imports are aliased to this
-package (unless a real npu_bridge is installed) and, with `--tf1`, TensorFlow is
-switched to the 1.x API. Profiling is requested the usual ways
+exits with 1. Before it starts, `npu_bridge`/`npu_device`/`hccl` imports are aliased
+to this package (unless a real Ascend adapter is installed), TF 2.6-era Keras
+module paths the script's own modules import are served (bridge/keras_paths.py)
+and, with `--tf1`, TensorFlow is switched to the 1.x API. Profiling is requested the usual ways
 (PROFILING_MODE/PROFILING_OPTIONS, NpuOptimizer session config, NPURunConfig).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from types import TracebackType
 
 from npu_tf_profiling.bridge.alias import install_npu_bridge_alias
+from npu_tf_profiling.bridge.keras_paths import serve_keras_2_6_paths
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
 
 _LAUNCHER_MODULES = frozenset((__name__, runpy.__name__))
@@ -39,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
         enable_tf1()
     install_npu_bridge_alias()
+    serve_keras_2_6_paths()
     return run_script(args.script, list(args.args))
 
 

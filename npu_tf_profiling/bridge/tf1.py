@@ -105,7 +105,7 @@ class TF1Module(ModuleType):
 _state: dict[str, Any] = {}  # "module": the TF1Module, once enable_tf1() has run
 
 
-def _library_roots() -> tuple[str, ...]:
+def library_roots() -> tuple[str, ...]:
     """Where library code lives: the standard library, site-packages, and this package (also from a checkout)."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
@@ -116,7 +116,7 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(os.path.join(os.path.realpath(root), "") for root in roots)
 
 
-def _is_user_code(importer_globals: Any, roots: tuple[str, ...], cache: dict[str, bool]) -> bool:
+def is_user_code(importer_globals: Any, roots: tuple[str, ...], cache: dict[str, bool]) -> bool:
     if not isinstance(importer_globals, dict):
         return False
     if importer_globals.get("__name__") == "__main__":
@@ -132,11 +132,11 @@ def _is_user_code(importer_globals: Any, roots: tuple[str, ...], cache: dict[str
 
 
 def _tf1_import(original: Callable[..., Any], module: TF1Module) -> Callable[..., Any]:
-    roots = _library_roots()
+    roots = library_roots()
     cache: dict[str, bool] = {}
 
     def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:  # noqa: A002
-        if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")) and _is_user_code(globals, roots, cache):
+        if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")) and is_user_code(globals, roots, cache):
             if name == "tensorflow.contrib" or name.startswith("tensorflow.contrib."):
                 raise ModuleNotFoundError(contrib_message("tf" + name[len("tensorflow"):]), name=name)
             for path in wanted_tf1_modules(name, fromlist):
