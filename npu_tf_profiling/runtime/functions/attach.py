@@ -136,9 +136,6 @@ def _decide_source() -> Any:
     resolution = _explicit if _explicit_set else resolve_profiling(None)
     if resolution is not None:
         collection = Collection.start(resolution)
-        if collection.task_trace:
-            collection.run.add_note("task_trace is not collected for TensorFlow 2 steps yet (tf.function, Keras fit): "
-                                    "their step trace is, where training_trace is on")
         if not collection.training_trace:
             return None
         options = resolution.options

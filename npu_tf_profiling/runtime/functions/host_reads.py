@@ -17,7 +17,8 @@ What is wrapped (TensorFlow's private methods; where one is missing it is left
 alone, and that kind of iterator or call gives no host reads):
 `OwnedIterator._next_internal` (``next()`` and ``get_next()`` of
 ``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
-dataset; its replicas' reads nest inside its span) and `Function.__call__`.
+dataset; its replicas' reads nest inside its span) and `Function.__call__`
+(which also tells `task_capture` when a step's call starts and ends).
 Only eager reads count: the same methods run while a function is traced, and
 that is a graph's read, timed in the graph.
 """
@@ -145,10 +146,18 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
 
 
 def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
+    from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
+
     def claiming_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if (_reads or _watched) and eager():  # a call while a function is traced is a graph's
+        if not eager():  # a call while a function is traced is a graph's
+            return original(self, *args, **kwargs)
+        if _reads or _watched:
             _claim(self)
-        return original(self, *args, **kwargs)
+        token = CAPTURE.before(self)  # task_trace's window (task_capture)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            CAPTURE.after(token)
 
     return claiming_call
 

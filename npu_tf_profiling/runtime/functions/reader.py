@@ -166,7 +166,7 @@ class FunctionModel:
         records["run"] = runs
         records["step"] = NO_STEP
         records["times"] = times
-        collection.run.record_trace_frame(encode_frame(self._model_in(collection).model_id, shape, records))
+        collection.run.record_trace_frame(encode_frame(self.entry_in(collection).model_id, shape, records))
         collection.cycle_ended(runs)
 
     def _feed(self, shape: RecordShape, times: np.ndarray) -> None:
@@ -178,7 +178,8 @@ class FunctionModel:
         first = np.nanmin(starts, axis=1)
         self.feeds.calls.extend(zip(first, first, np.nanmax(ends, axis=1)))
 
-    def _model_in(self, collection: Collection) -> ModelEntry:
+    def entry_in(self, collection: Collection) -> ModelEntry:
+        """This function's model in `collection`'s run (registered on first use)."""
         model = self._models.get(id(collection.run))
         if model is None:
             entry = dict(self.trace_points, function=self.name)
@@ -186,5 +187,8 @@ class FunctionModel:
                 entry["get_next_from"] = self.host_batches.reason
             if self.fallbacks:
                 entry[FALLBACK_KEY] = self.fallbacks
-            model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry)
+            # task_trace: the kernels' types are the profiler's own labels (task_capture), fused kernels as they ran;
+            # an empty graph_ops file says so to the reports.
+            op_types: dict[str, str] | None = {} if collection.task_trace else None
+            model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry, op_types)
         return model

@@ -45,6 +45,7 @@ from npu_tf_profiling.graph_points import Discovery, analyse, optypes
 from npu_tf_profiling.runtime.functions import callers
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
+from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
 from npu_tf_profiling.runtime.functions.host_reads import watch
 from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, TracingContext, tracing_context
 from npu_tf_profiling.runtime.probes import build_probes, process_clock
@@ -123,6 +124,8 @@ class StepTransform:
         if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
             graph.control_outputs.append(probes.ring.write)
         model.add_trace(probes.shape, probes.ring.row_width)
+        if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)
+            CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
         if fed is not None:
             fed[1].fed_by(model)
         elif probes.shape.get_next_pairs == 0 and context.kind == FUNCTION and model.host_batches is None:

@@ -1,0 +1,204 @@
+"""task_trace for TensorFlow 2 steps: the window's calls captured with TensorFlow's own profiler.
+
+A `tf.function` call gives no RunMetadata, so the per-op times of a profiled
+step's calls come from `tf.profiler.experimental` (host tracer level 2: every
+kernel run, with its thread). The profiler runs only while the calls the
+collection wants tasks for run (`Collection.wants`, the window of
+``start_step``/``stop_step``, or every step without one): it is started before
+the first such call and stopped after the last, or every `CALLS_PER_SESSION`
+calls, so its buffer stays bounded. At each stop its trace (an XSpace) is read
+back here, where TensorFlow is loaded, and each call's kernels become that
+iteration's StepStats: the same task_trace.bin record a Session's FULL_TRACE
+run gives, so every task report reads it unchanged.
+
+The trace's times are relative to the profiler's start. They are put on the
+epoch by an eager ``tf.timestamp()`` run at each start and stop: its value is
+read inside its own kernel run, which the trace holds (good to half that run,
+a few µs). Calls are matched by host time: a call's kernels are those that
+started between its call and its return.
+
+TensorFlow's profiler is process-wide: when the script runs one itself, the
+window is not captured, and one note says so. Any failure here gives one
+warning; training goes on.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from npu_tf_profiling.runtime.profiling_run import before_exit_reports
+
+CALLS_PER_SESSION = 50
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+BUSY_NOTE = ("task_trace: TensorFlow's profiler was already running (the script's own tf.profiler?), so the TensorFlow 2 "
+             "steps' tasks of this window were not captured")
+
+
+@dataclass
+class _Window:
+    """One profiler session: where it writes, the epoch anchors, and the calls it saw."""
+
+    folder: str
+    anchors: list[float] = field(default_factory=list)  # eager tf.timestamp() values, µs
+    calls: list[tuple[Any, Any, int, float, float]] = field(default_factory=list)  # (model, collection, run, start, end)
+
+
+class TaskCapture:
+    """Watches the probed steps' calls and captures the ones the collection wants tasks for."""
+
+    def __init__(self) -> None:
+        self._steps: dict[int, tuple[weakref.ref, Any]] = {}
+        self._calls: dict[int, int] = {}  # id(function) -> calls seen
+        self._window: _Window | None = None
+        self._lock = threading.RLock()
+        self._failed = False
+
+    def watch(self, function: Any, model: Any) -> None:
+        """Calls of `function` (a `tf.function`) are the iterations of `model` (a `reader.FunctionModel`)."""
+        if function is None:
+            return
+        key = id(function)
+        with self._lock:
+            entry = self._steps.get(key)
+            if entry is None or entry[0]() is not function:
+                self._calls[key] = 1  # traced during its first call, whose start was not seen: that is run 1
+            # A later trace's model replaces the earlier one: the first, variable-creating trace of a step
+            # is a model of its own that never runs (tf.function traces it with another Python function).
+            self._steps[key] = (weakref.ref(function, lambda _ref: self._steps.pop(key, None)), model)
+
+    def before(self, function: Any) -> Any:
+        """A call starts: the token `after` needs (None: nothing to capture)."""
+        entry = self._steps.get(id(function))
+        if entry is None or entry[0]() is not function or self._failed:
+            return None
+        model = entry[1]
+        with self._lock:
+            run = self._calls[id(function)] = self._calls.get(id(function), 0) + 1
+            collection = model.source.poll()
+            wanted = collection is not None and collection.active and collection.wants(run)[1]
+            if self._window is not None and (not wanted or len(self._window.calls) >= CALLS_PER_SESSION):
+                self._guarded(self._stop)
+            if not wanted:
+                return None
+            if self._window is None:
+                self._guarded(lambda: self._start(collection))
+            if self._window is None:
+                return None
+            return model, collection, run, time.time() * 1e6
+
+    def after(self, token: Any) -> None:
+        if token is None:
+            return
+        with self._lock:
+            if self._window is not None:
+                self._window.calls.append((*token, time.time() * 1e6))
+
+    def close(self) -> None:
+        """At exit, or when the reader drains: the open window's calls are written."""
+        with self._lock:
+            if self._window is not None:
+                self._guarded(self._stop)
+
+    # ----- internals ---------------------------------------------------------------------------
+    def _guarded(self, action: Any) -> None:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            self._failed = True
+            folder, self._window = (self._window.folder if self._window else None), None
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
+            warnings.warn(f"npu_tf_profiling: task_trace of TensorFlow 2 steps stopped ({exc!r}); training continues",
+                          RuntimeWarning, stacklevel=3)
+
+    def _start(self, collection: Any) -> None:
+        import tensorflow as tf
+
+        folder = tempfile.mkdtemp(prefix="npu_tf_profiling_tf2_tasks_")
+        try:
+            tf.profiler.experimental.start(folder, options=tf.profiler.experimental.ProfilerOptions(host_tracer_level=2))
+        except Exception:  # noqa: BLE001 - the script's own profiler session holds it
+            shutil.rmtree(folder, ignore_errors=True)
+            collection.run.add_note(BUSY_NOTE)
+            return
+        self._window = _Window(folder)
+        self._window.anchors.append(float(tf.timestamp().numpy()) * 1e6)
+
+    def _stop(self) -> None:
+        import tensorflow as tf
+
+        window, self._window = self._window, None
+        try:
+            window.anchors.append(float(tf.timestamp().numpy()) * 1e6)
+            tf.profiler.experimental.stop()
+            (path,) = glob.glob(os.path.join(window.folder, "plugins", "profile", "*", "*.xplane.pb"))
+            with open(path, "rb") as handle:
+                space = handle.read()
+        finally:
+            shutil.rmtree(window.folder, ignore_errors=True)
+        kernels, stamps = _kernels_of(space)
+        if len(stamps) < 2:
+            raise RuntimeError(f"the trace holds {len(stamps)} of the 2 clock anchors")
+        # The first and the last eager tf.timestamp() are the anchors (the script may run others between).
+        pairs = zip(window.anchors, (stamps[0], stamps[-1]))
+        offset = statistics.median(value - (start + end) / 2 for value, (start, end) in pairs)
+        for model, collection, run, start, end in window.calls:
+            stats = _step_stats([k for k in kernels if start <= k[0] + offset <= end], offset)
+            collection.run.record_tasks(model.entry_in(collection), run, None, stats, start, end)
+
+
+def _kernels_of(serialized: bytes) -> tuple[list[tuple[float, float, str, str, int]], list[tuple[float, float]]]:
+    """The host plane's kernel runs (start µs, end µs, op name, op type, thread), and the eager
+    tf.timestamp() kernel runs (start, end), in the trace's own time."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(serialized)
+    kernels, stamps = [], []
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        for line in plane.lines:
+            events = []
+            for event in line.events:
+                start = line.timestamp_ns / 1e3 + event.offset_ps / 1e6
+                label = plane.event_metadata[event.metadata_id].name
+                # A kernel run is "<op name>:<op type>"; the runtime's own scopes ("ExecutorState::Process",
+                # "Iterator::Root::Prefetch", "EagerLocalExecute: Timestamp") are not kernels.
+                name, _, kind = label.partition(":") if "::" not in label else (label, "", "")
+                events.append((start, start + event.duration_ps / 1e6, name, kind.strip()))
+            calls = [e for e in events if e[2] == "EagerLocalExecute" and e[3] == "Timestamp"]  # the anchors' calls
+            runs = [e for e in events if e[2] == "EagerKernelExecute"]
+            stamps += [r[:2] for c in calls for r in runs if c[0] <= r[0] and r[1] <= c[1]]
+            kernels += [(*e, line.id) for e in events if e[3] and not e[2].startswith("Eager")]
+    return sorted(kernels), sorted(stamps)
+
+
+def _step_stats(kernels: list[tuple[float, float, str, str, int]], offset: float) -> bytes:
+    """One iteration's kernels as a serialized StepStats (epoch times), as FULL_TRACE gives them."""
+    from tensorflow.core.framework import step_stats_pb2
+
+    stats = step_stats_pb2.StepStats()
+    device = stats.dev_stats.add(device=CPU_DEVICE)
+    for start, end, name, kind, thread in kernels:
+        start_ns, duration_ns = int(round((start + offset) * 1e3)), int(round((end - start) * 1e3))
+        device.node_stats.add(
+            node_name=name, timeline_label=f"{name} = {kind}()", thread_id=thread & 0xFFFFFFFF,
+            all_start_micros=start_ns // 1000, all_start_nanos=start_ns, op_start_rel_micros=0, op_start_rel_nanos=0,
+            op_end_rel_micros=duration_ns // 1000, op_end_rel_nanos=duration_ns,
+            all_end_rel_micros=duration_ns // 1000, all_end_rel_nanos=duration_ns,
+        )
+    return stats.SerializeToString()
+
+
+CAPTURE = TaskCapture()
+before_exit_reports(CAPTURE.close)
