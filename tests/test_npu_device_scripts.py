@@ -1,6 +1,7 @@
 """ModelZoo-style TF2 scripts (`import npu_device`, global_options, open().as_default(), Keras 2.6 dropout
 conversion) run unmodified through `npu-tf-prof run`: one step-trace row per iteration, results bit-identical
-to a plain run, and a foreign fp_point (a BERT op name) falls back with its note.
+to a plain run, a foreign fp_point (a BERT op name) falls back with its note, and their `task_trace: on`
+gives the task files of the default window.
 
 The scripts live in tests/scripts/npu_device_tf2/ as a ModelZoo folder would: their own `npu_ops.py` and
 `npu_convert_dropout.py` (written for these tests in that style) are found first on sys.path.
@@ -14,11 +15,13 @@ import sys
 from pathlib import Path
 
 from tests.test_tf2_step_trace import info_of
+from tests.test_tf2_tasks import task_rows
 from tests.trace_files import assert_step_trace_formulas, step_trace_rows
 
 FOLDER = Path(__file__).parent / "scripts" / "npu_device_tf2"
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
-STEPS = 8
+STEPS = 16  # past task_trace's default window (skip 10 iterations, trace 5)
+DEFAULT_TASK_WINDOW = set(range(11, 16))
 BERT_FP = "While_body_while_body_44418_1223/bert/embeddings/MatMul"
 
 
@@ -42,6 +45,7 @@ def test_keras_fit_script_runs_unmodified_with_a_row_per_step(tmp_path: Path) ->
     notes = [line for line in done.stderr.splitlines() if "accepted, no effect on CPU/GPU" in line]
     assert len(notes) == 1 and "common.py" in notes[0]
     assert "precision_mode" in notes[0] and "dump_config.dump_path" in notes[0] and "dump_config.enable_dump" not in notes[0]
+    assert {int(t["Iteration ID"]) for t in task_rows(tmp_path)} == DEFAULT_TASK_WINDOW
 
 
 def test_custom_loop_script_with_a_foreign_fp_point_falls_back_with_its_note(tmp_path: Path) -> None:
@@ -58,6 +62,7 @@ def test_custom_loop_script_with_a_foreign_fp_point_falls_back_with_its_note(tmp
     assert model["trace_points_fallback"]["fp_point"]["asked"] == BERT_FP
     # The vendored dropout conversion really ran: the closest op names listed come from its mask op.
     assert "DropOutGenMask" in done.stderr
+    assert {int(t["Iteration ID"]) for t in task_rows(tmp_path)} == DEFAULT_TASK_WINDOW
 
 
 def test_without_the_launcher_the_script_stops_at_import_npu_device() -> None:

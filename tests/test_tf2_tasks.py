@@ -22,7 +22,7 @@ WINDOW = (3, 5)
 AFTER_END_US = 2000.0
 
 
-def _task_rows(output: Path) -> list[dict[str, str]]:
+def task_rows(output: Path) -> list[dict[str, str]]:
     (path,) = (only_prof_dir(output) / "mindstudio_profiler_output").glob("task_time_*.csv")
     with path.open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -36,7 +36,7 @@ def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: 
     assert "task_trace" not in " ".join(info_of(tmp_path)["notes"])  # nothing said to be missing
     _, rows = step_trace_rows(tmp_path)
     steps = rows_by_model(rows)
-    tasks = _task_rows(tmp_path)
+    tasks = task_rows(tmp_path)
     assert {t["Model ID"] for t in tasks} == set(steps)
     window = set(range(WINDOW[0], WINDOW[1] + 1))
     for model_id, model_rows in steps.items():
