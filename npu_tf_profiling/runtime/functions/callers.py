@@ -12,9 +12,10 @@ Two kinds of caller get probes of their own, with no FP/BP points:
   caller's rows are not iterations: each gives its GetNext to the step's row of
   the same call (`reader.FunctionModel.feeder`).
 
-Both look only at calls made directly in the caller's graph; a step called from
-inside a loop's body or a branch (Keras 3 with ``steps_per_execution`` > 1) is
-not matched, and its rows keep GetNext N/A.
+A step may have several feeders: Keras 3's ``steps_per_execution`` loop reads
+the first batch before its While and each next one at the end of the loop's
+body (a graph of its own, probed as a feeder too); the step's row takes the
+last read that ended before it (`host_reads.HostBatches.join`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import tensorflow as tf
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, functions, optypes
 
 XLA_ATTRIBUTE = "_XlaMustCompile"
+MAX_CALL_DEPTH = 3  # a loop's body, a branch in it, the step's call: Keras 3's steps_per_execution loop
 TABLES_PREFIX = "npu_tf_profiling_"  # every tf.function ring's tables are named from it (transform._model_for)
 JIT_CALLER_REASON = ("fp, bp = N/A: the updates are in an XLA-compiled function (jit_compile=True) this function calls; "
                      "no stamp op can run inside it, so this row times the call (GetNext, iteration end)")
@@ -74,18 +76,29 @@ def may_feed_a_step(graph: tf.Graph) -> bool:
 
 
 def fed_step_call(graph: tf.Graph, index: GraphIndex, tables: Iterable[str]) -> tuple[tf.Operation, str] | None:
-    """The call, made directly in this graph, of the one probed function (by its ring's `tables`)
-    it calls, and that function's tables; None unless exactly one such call."""
+    """The op of this graph that runs the one probed function (by its ring's `tables`) it calls,
+    directly or inside a loop or branch it runs (Keras 3's ``steps_per_execution`` loop), and that
+    function's tables; None unless exactly one such op."""
     wanted = set(tables)
     library = {f.signature.name: f for f in index.graph_def.library.function}
     found = []
     for op in graph.get_operations():
-        if op.type not in functions.FUNCTION_CALL_TYPES:
-            continue
-        for name in functions.called_functions(op.node_def):
-            names = {_tables_of(node) for node in getattr(library.get(name), "node_def", ())} & wanted
-            found += [(op, t) for t in names]
+        if op.type in functions.FUNCTION_CALL_TYPES:
+            found += [(op, t) for t in _tables_called(functions.called_functions(op.node_def), library, wanted)]
     return found[0] if len(found) == 1 else None
+
+
+def _tables_called(names: Iterable[str], library: dict, wanted: set[str], depth: int = 0) -> set[str]:
+    """The wanted tables the library functions `names` hold, or the functions they call (a few levels)."""
+    found: set[str] = set()
+    for name in names:
+        for node in getattr(library.get(name), "node_def", ()):
+            tables = _tables_of(node)
+            if tables in wanted:
+                found.add(tables)
+            elif depth < MAX_CALL_DEPTH and node.op in functions.FUNCTION_CALL_TYPES:
+                found |= _tables_called(functions.called_functions(node), library, wanted, depth + 1)
+    return found
 
 
 def _tables_of(node: object) -> str | None:

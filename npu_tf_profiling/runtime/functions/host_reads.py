@@ -55,10 +55,13 @@ class HostBatches:
 
     reason: str = HOST_READ_REASON
     calls: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_BATCHES))
+    taken_through: float = -np.inf  # the latest call whose batch a row took (a batch is never given twice)
 
     def join(self, first_stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each row's GetNext (start, end) in µs: its call's reads (the last call started before the
-        row's first stamp), NaN where that call was given none or is not known."""
+        row's first stamp), NaN where that call was given none or is not known. A batch is one
+        step's: where several rows follow one call (a loop of steps in one call), the first takes
+        it and the others get NaN, in this join and every later one."""
         begin = np.full(len(first_stamps), np.nan)
         end = np.full(len(first_stamps), np.nan)
         calls = np.array(list(self.calls), dtype=np.float64).reshape(-1, 3)
@@ -68,8 +71,15 @@ class HostBatches:
         index = np.searchsorted(calls[:, 0], first_stamps, side="right") - 1
         known = (index >= 0) & ~np.isnan(first_stamps)
         chosen = calls[np.where(known, index, 0)]
-        known &= chosen[:, 2] <= first_stamps
+        known &= (chosen[:, 2] <= first_stamps) & (chosen[:, 0] > self.taken_through)
+        order = np.argsort(np.where(known, first_stamps, np.inf), kind="stable")
+        _, first_of_each = np.unique(np.where(known, index, -1)[order], return_index=True)
+        takers = np.zeros(len(first_stamps), dtype=bool)
+        takers[order[first_of_each]] = True
+        known &= takers
         begin[known], end[known] = chosen[known, 1], chosen[known, 2]
+        if known.any():
+            self.taken_through = max(self.taken_through, float(chosen[known, 0].max()))
         return begin, end
 
 

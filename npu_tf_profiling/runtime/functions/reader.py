@@ -56,9 +56,9 @@ class FunctionModel:
     source: CollectionSource
     traces: list[_Trace] = field(default_factory=list)
     # Its calls' batches, for traces with no read in the graph: the host's eager reads (`host_reads`)
-    # or the reads of the function that calls it (`feeder`); None: neither.
+    # or the reads of the functions that call it (`feeders`); None: neither.
     host_batches: HostBatches | None = None
-    feeder: "FunctionModel | None" = None  # the caller whose rows give this step its GetNext
+    feeders: list["FunctionModel"] = field(default_factory=list)  # the callers whose rows give this step its GetNext
     feeds: HostBatches | None = None  # set on a feeder: its rows go there, it has none of its own
     closed: bool = False
     _done: int = 0  # the last run number read
@@ -76,8 +76,11 @@ class FunctionModel:
     def fed_by(self, feeder: "FunctionModel") -> None:
         """`feeder`'s rows (a caller reading the batch, `callers`) give this step's rows their GetNext."""
         with self._lock:
-            self.host_batches = HostBatches(reason=FED_REASON.format(caller=feeder.name))
-            feeder.feeds, self.feeder = self.host_batches, feeder
+            if not self.feeders:
+                self.host_batches = HostBatches(reason=FED_REASON.format(caller=feeder.name))
+            if feeder not in self.feeders:
+                self.feeders.append(feeder)
+            feeder.feeds = self.host_batches
 
     # ----- what the process's ring reader calls ---------------------------------------------
     def read_in_background(self) -> None:
@@ -101,8 +104,8 @@ class FunctionModel:
 
     # ----- internals ---------------------------------------------------------------------------
     def _drain_locked(self) -> None:
-        if self.feeder is not None:  # the batches of the rows read here are in the caller's rows
-            self.feeder.drain()
+        for feeder in self.feeders:  # the batches of the rows read here are in the callers' rows
+            feeder.drain()
         collection = self.source.poll()
         progress = self._progress()
         if collection is not self._collection:

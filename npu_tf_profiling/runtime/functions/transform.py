@@ -47,7 +47,7 @@ from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
 from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
 from npu_tf_profiling.runtime.functions.host_reads import watch
-from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, TracingContext, tracing_context
+from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, WHILE_BODY, TracingContext, tracing_context
 from npu_tf_profiling.runtime.probes import build_probes, process_clock
 from npu_tf_profiling.runtime.recorder import read_in_the_background
 from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
@@ -136,7 +136,7 @@ class StepTransform:
 
     def _fed_step(self, graph: tf.Graph, discovery: Discovery, context: TracingContext) -> tuple[tf.Operation, FunctionModel] | None:
         """The call, in this graph, of the one probed step with no read of its own that it feeds, if any."""
-        if context.kind != FUNCTION or not discovery.points().get_next or not callers.may_feed_a_step(graph):
+        if context.kind not in (FUNCTION, WHILE_BODY) or not discovery.points().get_next or not callers.may_feed_a_step(graph):
             return None
         with self._lock:
             readless = {m.tables: m for m in self._models.values()
