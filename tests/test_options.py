@@ -130,11 +130,17 @@ def test_colon_list_with_unknown_switch_is_reported_as_bad_json() -> None:
         ProfilingOptions.parse("task_trace:bogus_switch")
 
 
-@pytest.mark.parametrize("old,new,value", [("result_path", "output", "/tmp/p"), ("aicpu_trace", "aicpu", "on"), ("ai_core_metrics", "aic_metrics", "Memory")])
+@pytest.mark.parametrize("old,new,value", [("result_path", "output", "/tmp/p"), ("aicpu_trace", "aicpu", "on"), ("ai_core_metrics", "aic_metrics", "Memory"),
+                                           ("L2", "l2", "off")])
 def test_legacy_keys_are_renamed_with_a_note(old: str, new: str, value: str) -> None:
     options, notes = _parse_with_notes({old: value})
     assert options.to_dict() == {new: value}
     assert notes == [f"profiling option '{old}' is deprecated; use '{new}'"]
+
+
+def test_a_key_in_the_wrong_case_is_refused_naming_the_right_one() -> None:
+    with pytest.raises(ProfilingOptionsError, match=r"unknown option 'Task_Trace' \(did you mean 'task_trace'\?\)"):
+        ProfilingOptions.parse('{"Task_Trace":"on"}')
 
 
 def test_json_spread_over_lines_with_shell_continuations() -> None:

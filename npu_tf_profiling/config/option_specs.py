@@ -160,7 +160,8 @@ SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}
 # Spellings that mean the same key. `task_time` is a documented alias; the rest are
 # old keys found in published Ascend training scripts (accepted with a deprecation note).
 ALIASES: dict[str, str] = {"task_time": "task_trace"}
-LEGACY_KEYS: dict[str, str] = {"result_path": "output", "aicpu_trace": "aicpu", "ai_core_metrics": "aic_metrics"}
+# "L2": six ModelZoo TensorFlow2 scripts (SGAN, CGAN, ...) spell the l2 switch upper-case.
+LEGACY_KEYS: dict[str, str] = {"result_path": "output", "aicpu_trace": "aicpu", "ai_core_metrics": "aic_metrics", "L2": "l2"}
 
 # Profiling on with empty options means this set (`docs/options.md`).
 DEFAULT_OPTIONS: dict[str, Any] = {

@@ -224,7 +224,8 @@ def _whole_number(digits: str) -> int | LongNumber:
 
 
 def _suggestion(key: str) -> str:
-    close = difflib.get_close_matches(key, _KNOWN_SPELLINGS, n=1, cutoff=0.6)
+    by_case = [known for known in _KNOWN_SPELLINGS if known.lower() == key.lower()]  # 'Task_Trace'
+    close = by_case or difflib.get_close_matches(key, _KNOWN_SPELLINGS, n=1, cutoff=0.6)
     if close:
         return f" (did you mean '{close[0]}'?)"
     return "; known options: " + ", ".join(sorted(SPEC_BY_KEY))

@@ -76,14 +76,20 @@ class TaskCapture:
             self._steps[key] = (weakref.ref(function, lambda _ref: self._steps.pop(key, None)), model)
 
     def before(self, function: Any) -> Any:
-        """A call starts: the token `after` needs (None: nothing to capture)."""
-        entry = self._steps.get(id(function))
-        if entry is None or entry[0]() is not function or self._failed:
+        """A call starts: the token `after` needs (None: nothing to capture).
+
+        On every call of a profiled step, so the common case (no task_trace) is a count and two
+        lookups, without the lock: calls of one step come from one thread (a Python loop, `fit`).
+        """
+        key = id(function)
+        entry = self._steps.get(key)
+        if entry is None or self._failed:
             return None
-        model = entry[1]
+        run = self._calls[key] = self._calls.get(key, 0) + 1
+        collection = entry[1].source.poll()
+        if self._window is None and (collection is None or not collection.task_trace):
+            return None
         with self._lock:
-            run = self._calls[id(function)] = self._calls.get(id(function), 0) + 1
-            collection = model.source.poll()
             wanted = collection is not None and collection.active and collection.wants(run)[1]
             if self._window is not None and (not wanted or len(self._window.calls) >= CALLS_PER_SESSION):
                 self._guarded(self._stop)
@@ -93,7 +99,7 @@ class TaskCapture:
                 self._guarded(lambda: self._start(collection))
             if self._window is None:
                 return None
-            return model, collection, run, time.time() * 1e6
+            return entry[1], collection, run, time.time() * 1e6
 
     def after(self, token: Any) -> None:
         if token is None:
