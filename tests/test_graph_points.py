@@ -462,3 +462,36 @@ def test_gradient_tape_and_keras_optimizer() -> None:
     assert points.iteration_end == "SGD/SGD/AssignAddVariableOp"
     assert points.get_next == ("IteratorGetNext",)
     assert_on_training_path(graph, points)
+
+
+def test_a_layer_whose_call_is_a_tf_function_has_its_backward_call_as_bp() -> None:
+    """The layer's gradient is a call of TensorFlow's `__backward_` function named plain `PartitionedCall`:
+    its outputs are the weight gradients the optimizer reads, so BP is that call (not a loss-side gradient)."""
+
+    class Block(tf.keras.layers.Layer):
+        def build(self, shape):
+            self.kernel = self.add_weight(name="kernel", shape=(shape[-1], 4))
+
+        @tf.function
+        def call(self, x):
+            return tf.nn.relu(x @ self.kernel)
+
+    block, head = Block(), tf.keras.layers.Dense(1)
+    head(block(tf.zeros((2, 8))))
+    optimizer = tf.keras.optimizers.Adam(1e-3)
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.keras.losses.binary_crossentropy(tf.ones((2, 1)), head(block(x)), from_logits=True))
+        variables = block.trainable_variables + head.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    graph = step.get_concrete_function(tf.TensorSpec((2, 8))).graph
+    points = find_trace_points(graph)
+    backward = [op for op in graph.get_operations()
+                if op.type in ("PartitionedCall", "StatefulPartitionedCall") and "__backward_" in op.get_attr("f").name]
+    assert len(backward) == 1
+    assert points.bp == backward[0].name
+    assert any(t.startswith(backward[0].name + ":") for t in points.bp_inputs)

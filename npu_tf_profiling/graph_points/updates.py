@@ -15,6 +15,8 @@ from typing import Any
 from npu_tf_profiling.graph_points import functions, optypes
 from npu_tf_profiling.graph_points.index import GraphIndex
 
+BACKWARD_FUNCTION = "__backward_"  # in the name of the function TensorFlow builds for another's gradient
+
 
 @dataclass(frozen=True)
 class Updates:
@@ -58,6 +60,7 @@ def find_updates(index: GraphIndex, graph_def: Any) -> Updates:
     type_set = set(types)
     grad_search = optypes.GRADIENT_NAME_RE.search
     gradient_ops = [i for i, name in enumerate(index.names) if "grad" in name and grad_search(name)]
+    gradient_ops = sorted(set(gradient_ops) | set(_backward_calls(index, graph_def, type_set)))
     apply_types = {t for t in type_set if optypes.is_apply_type(t)}
     assign_types = type_set & optypes.ASSIGN_TYPES
     called_types, call_kinds = _updating_calls(index, graph_def, type_set)
@@ -77,6 +80,17 @@ def find_updates(index: GraphIndex, graph_def: Any) -> Updates:
         via_calls=frozenset(i for i in found if i in call_kinds),
         called_types=called_types,
     )
+
+
+def _backward_calls(index: GraphIndex, graph_def: Any, type_set: set[str]) -> list[int]:
+    """Calls of a function's gradient (TensorFlow names it ``__backward_<function>_<n>``). A layer whose
+    ``call`` is a `tf.function` is differentiated by such a call, outside any gradient name scope
+    (it is named ``PartitionedCall``): its outputs are that layer's weight gradients."""
+    if not type_set & functions.FUNCTION_CALL_TYPES:
+        return []
+    nodes = graph_def.node
+    return [i for i, t in enumerate(index.types) if t in functions.FUNCTION_CALL_TYPES
+            and any(BACKWARD_FUNCTION in name for name in functions.called_functions(nodes[i]))]
 
 
 def _updating_calls(index: GraphIndex, graph_def: Any, type_set: set[str]) -> tuple[frozenset[str], dict[int, str]]:
