@@ -30,11 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import npu_tf_profiling  # noqa: E402
-
-try:
-    from tsl.profiler.protobuf import xplane_pb2  # noqa: E402
-except ImportError:  # TensorFlow 2.15
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+from npu_tf_profiling.runtime.functions.task_capture import kernels_of  # noqa: E402
 
 output, warmup, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 npu_tf_profiling.start_tf2_profiling({"output": output, "training_trace": "on"})
@@ -86,28 +82,11 @@ while stack:
             stack.append(parent)
 bp_ops = {t.split(":")[0] for t in points["bp_inputs"]}
 
-# ---- TensorFlow's trace: kernel events "<op name>:<op type>", µs relative to the profiler's start
+# ---- TensorFlow's trace: its kernel runs and the eager tf.timestamp() runs, µs from the profiler's start,
+# read as task_trace reads them (the package's XPlane reader, on TensorFlow's own XPlane proto)
 (path,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
-space = xplane_pb2.XSpace()
-space.ParseFromString(open(path, "rb").read())
-events = []  # (start, end, op name, op type): the kernels
-eager = []  # (start, end) of each eager tf.timestamp() kernel run, on the Python thread
-for plane in space.planes:
-    if plane.name != "/host:CPU":
-        continue
-    for line in plane.lines:
-        spans = []
-        for event in line.events:
-            start = line.timestamp_ns / 1e3 + event.offset_ps / 1e6
-            name, _, kind = plane.event_metadata[event.metadata_id].name.partition(":")
-            spans.append((start, start + event.duration_ps / 1e6, name, kind.strip()))
-        events += [e for e in spans if e[3] and not e[2].startswith("EagerLocalExecute")]
-        calls_of_timestamp = [e for e in spans if e[2] == "EagerLocalExecute" and e[3] == "Timestamp"]
-        kernels = [e for e in spans if e[2] == "EagerKernelExecute"]
-        for outer in calls_of_timestamp:  # the clock is read inside the kernel's run, nested in the call
-            eager += [k[:2] for k in kernels if outer[0] <= k[0] and k[1] <= outer[1]]
-events.sort()
-eager.sort()
+with open(path, "rb") as handle:
+    events, eager = kernels_of(handle.read())
 assert len(eager) == len(anchors), (len(eager), len(anchors))
 offset = statistics.median(value - (start + end) / 2 for value, (start, end) in zip(anchors, eager))
 anchor_error = statistics.median((end - start) / 2 for start, end in eager)

@@ -151,7 +151,7 @@ class TaskCapture:
                 space = handle.read()
         finally:
             shutil.rmtree(window.folder, ignore_errors=True)
-        kernels, stamps = _kernels_of(space)
+        kernels, stamps = kernels_of(space)
         if len(stamps) < 2:
             raise RuntimeError(f"the trace holds {len(stamps)} of the 2 clock anchors")
         # The first and the last eager tf.timestamp() are the anchors (the script may run others between).
@@ -162,7 +162,7 @@ class TaskCapture:
             collection.run.record_tasks(model.entry_in(collection), run, None, stats, start, end)
 
 
-def _kernels_of(serialized: bytes) -> tuple[list[tuple[float, float, str, str, int]], list[tuple[float, float]]]:
+def kernels_of(serialized: bytes) -> tuple[list[tuple[float, float, str, str, int]], list[tuple[float, float]]]:
     """The host plane's kernel runs (start µs, end µs, op name, op type, thread), and the eager
     tf.timestamp() kernel runs (start, end), in the trace's own time."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
