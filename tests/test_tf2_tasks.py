@@ -34,6 +34,8 @@ def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: 
     profiled, done = train(style, tmp_path, options=options)
     assert profiled["weights"] == train(style, None)[0]["weights"]
     assert "task_trace" not in " ".join(info_of(tmp_path)["notes"])  # nothing said to be missing
+    # The window's end writes the reports while the job runs, quietly: the summary line is the final report's, once.
+    assert done.stderr.count("traced iteration(s)") == 1, done.stderr
     _, rows = step_trace_rows(tmp_path)
     steps = rows_by_model(rows)
     tasks = task_rows(tmp_path)

@@ -86,7 +86,7 @@ class Collection:
             return  # nothing ended, or the window's end, where the owner writes them
         self._saved_through = ends[-1]
         started = time.monotonic()
-        self.run.write_reports()
+        self.run.write_reports(quiet=True)
         self._next_report = time.monotonic() + (time.monotonic() - started) / REPORT_TIME_SHARE
 
     def done_after(self, iteration_id: int) -> bool:

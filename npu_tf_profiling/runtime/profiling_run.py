@@ -153,8 +153,12 @@ class ProfilingRun:
         for key in options.not_collected():
             warn_user(f"npu_tf_profiling: option '{key}' accepted, not collected on {self.device_kind}")
 
-    def write_reports(self) -> list[Path]:
-        """Build every report from the raw data; a failure is a warning, never fatal."""
+    def write_reports(self, quiet: bool = False) -> list[Path]:
+        """Build every report from the raw data; a failure is a warning, never fatal.
+
+        `quiet`: a report written while the job runs (a window's cycle ended) prints no notes: rows
+        still in flight would make them say things the final report, which prints, no longer does.
+        """
         raw_files = (layout.training_frames_path(self.prof_dir, self.device_id), layout.task_trace_path(self.prof_dir, self.device_id))
         if not any(path.exists() for path in raw_files):
             return []
@@ -162,7 +166,7 @@ class ProfilingRun:
             return []
         try:
             written = _report_builder(self.prof_dir)
-            for note in written.notes:
+            for note in () if quiet else written.notes:
                 if note not in self._report_notes_shown:  # once, though Estimators close sessions often
                     self._report_notes_shown.add(note)
                     sys.stderr.write(f"npu_tf_profiling: {note}\n")
