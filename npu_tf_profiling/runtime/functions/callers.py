@@ -19,7 +19,7 @@ last read that ended before it (`host_reads.HostBatches.join`).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 import tensorflow as tf
 
@@ -45,12 +45,13 @@ def compiled_calls(graph: tf.Graph) -> list[tf.Operation]:
     return calls
 
 
-def compiled_step_call(graph: tf.Graph, updates_itself: bool) -> tf.Operation | None:
-    """The call of an XLA-compiled training step, when this graph makes one and updates nothing itself."""
+def compiled_step_call(graph: tf.Graph, library: Any) -> tf.Operation | None:
+    """The call of an XLA-compiled training step (one of `library`'s functions), when this graph makes one.
+    The caller checks first that the graph updates nothing itself."""
     calls = compiled_calls(graph)
-    if not calls or updates_itself:
+    if not calls:
         return None
-    training = functions.training_functions(graph.as_graph_def().library)
+    training = functions.training_functions(library)
     stepping = [op for op in calls if set(functions.called_functions(op.node_def)) & training]
     return stepping[-1] if len(stepping) == 1 else None
 
@@ -69,10 +70,14 @@ def around_call(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf
                        reasons=(reason, *(r for r in found.reasons if r.startswith("get_next"))))
 
 
-def may_feed_a_step(graph: tf.Graph) -> bool:
-    """Whether the graph both reads a batch and calls a function (a cheap scan of op types)."""
-    kinds = {op.type for op in graph.get_operations()}
-    return bool(kinds & functions.FUNCTION_CALL_TYPES) and bool(kinds & optypes.ITERATOR_INPUT_TYPES)
+def calls_functions(kinds: frozenset[str]) -> bool:
+    """Whether a graph with these op types calls a function."""
+    return bool(kinds & functions.FUNCTION_CALL_TYPES)
+
+
+def may_feed_a_step(kinds: frozenset[str]) -> bool:
+    """Whether a graph with these op types both reads a batch and calls a function."""
+    return calls_functions(kinds) and bool(kinds & optypes.ITERATOR_INPUT_TYPES)
 
 
 def fed_step_call(graph: tf.Graph, index: GraphIndex, tables: Iterable[str]) -> tuple[tf.Operation, str] | None:

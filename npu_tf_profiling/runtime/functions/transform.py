@@ -42,11 +42,11 @@ from typing import Callable
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import Discovery, analyse, optypes
-from npu_tf_profiling.runtime.functions import callers
 from npu_tf_profiling.runtime.collection import CollectionSource
+from npu_tf_profiling.runtime.functions import callers
+from npu_tf_profiling.runtime.functions.host_reads import watch
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
 from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
-from npu_tf_profiling.runtime.functions.host_reads import watch
 from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, WHILE_BODY, TracingContext, tracing_context
 from npu_tf_profiling.runtime.probes import build_probes, process_clock
 from npu_tf_profiling.runtime.recorder import read_in_the_background
@@ -73,8 +73,10 @@ class StepTransform:
         self._failed_once = False
 
     def __call__(self, graph: tf.Graph) -> None:
-        if not _updates_variables(graph) and not callers.compiled_calls(graph) and not callers.may_feed_a_step(graph):
-            return  # the common case (data pipelines, inference, small helpers): a scan of op types
+        kinds = frozenset(op.type for op in graph.get_operations())  # the one scan every traced graph pays
+        updates = _updates_variables(kinds)
+        if not updates and not callers.may_feed_a_step(kinds) and not (callers.calls_functions(kinds) and callers.compiled_calls(graph)):
+            return  # the common case (data pipelines, inference, small helpers)
         if not tf.compat.v1.executing_eagerly_outside_functions():
             return  # a graph-mode program: its Session times the step
         source = self._current_source()  # a bad request raises here, before the step first runs
@@ -89,7 +91,7 @@ class StepTransform:
             return
         saved = {op: list(op.control_inputs) for op in graph.get_operations()}
         try:
-            self._probe(graph, context, source)
+            self._probe(graph, context, source, kinds, updates)
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             _restore_control_inputs(saved)
             if not self._failed_once:
@@ -101,10 +103,11 @@ class StepTransform:
                     stacklevel=2,
                 )
 
-    def _probe(self, graph: tf.Graph, context: TracingContext, source: CollectionSource) -> None:
+    def _probe(self, graph: tf.Graph, context: TracingContext, source: CollectionSource, kinds: frozenset[str],
+               updates: bool) -> None:
         discovery = analyse(graph)
-        compiled_step = callers.compiled_step_call(graph, _updates_variables(graph))
-        fed = self._fed_step(graph, discovery, context) if compiled_step is None else None
+        compiled_step = None if updates else callers.compiled_step_call(graph, discovery.index.graph_def.library)
+        fed = self._fed_step(graph, discovery, context, kinds) if compiled_step is None else None
         if compiled_step is not None or fed is not None:  # a caller: its rows time the call, no points inside it
             chosen = choose_points(discovery, {})
             call, reason = (compiled_step, callers.JIT_CALLER_REASON) if fed is None else (
@@ -134,9 +137,10 @@ class StepTransform:
             if note:
                 source.note(note)
 
-    def _fed_step(self, graph: tf.Graph, discovery: Discovery, context: TracingContext) -> tuple[tf.Operation, FunctionModel] | None:
+    def _fed_step(self, graph: tf.Graph, discovery: Discovery, context: TracingContext,
+                  kinds: frozenset[str]) -> tuple[tf.Operation, FunctionModel] | None:
         """The call, in this graph, of the one probed step with no read of its own that it feeds, if any."""
-        if context.kind not in (FUNCTION, WHILE_BODY) or not discovery.points().get_next or not callers.may_feed_a_step(graph):
+        if context.kind not in (FUNCTION, WHILE_BODY) or not callers.may_feed_a_step(kinds) or not discovery.points().get_next:
             return None
         with self._lock:
             readless = {m.tables: m for m in self._models.values()
@@ -168,13 +172,9 @@ def _steps_are_called(discovery: Discovery) -> bool:
     return not any(discovery.index.types[op] in _BRANCHING for op in updates.ops)
 
 
-def _updates_variables(graph: tf.Graph) -> bool:
-    """Whether any op of `graph` is an optimizer kernel or an assignment (the cheap first test)."""
-    for op in graph.get_operations():
-        kind = op.type
-        if kind in optypes.ASSIGN_TYPES or optypes.is_apply_type(kind):
-            return True
-    return False
+def _updates_variables(kinds: frozenset[str]) -> bool:
+    """Whether a graph with these op types has an optimizer kernel or an assignment (the cheap first test)."""
+    return any(kind in optypes.ASSIGN_TYPES or optypes.is_apply_type(kind) for kind in kinds)
 
 
 def _restore_control_inputs(saved: dict[tf.Operation, list[tf.Operation]]) -> None:
