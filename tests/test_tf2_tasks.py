@@ -6,13 +6,24 @@ window's iterations only, with the Iteration IDs of step_trace; each task lies i
 own iteration (after the previous iteration's end, and ending by its call's end);
 the step's own kernels (its first layer's, its optimizer's) are there once per
 iteration; and the msprof-analyze layout has the kernels.
+
+The raw data holds tf.profiler's XSpace as it came, decoded offline without
+TensorFlow (reports.task.xspace): that decoding is held against TensorFlow's own
+conversion of the same bytes (its trace viewer's), kernel for kernel, and each
+call gets exactly the kernels of one of TensorFlow's step groups.
 """
 from __future__ import annotations
 
 import csv
+import socket
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.task_record import FramedRecord, iter_framed_records, parse_xspace_header
+from npu_tf_profiling.reports.task import xspace
 
 from tests.test_tf2_step_trace import info_of, rows_by_model, train
 from tests.trace_files import only_prof_dir, step_trace_rows
@@ -52,6 +63,57 @@ def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: 
         for iteration in window:  # the step's own kernels, each iteration (Keras 3: inlined under its caller's call)
             names = {t["Op Name"] for t in mine if int(t["Iteration ID"]) == iteration}
             assert any("gradient_tape/" in n for n in names) and any("Assign" in n or "Apply" in n for n in names), names
+    assert_xspace_read_as_tensorflow_reads_it(only_prof_dir(tmp_path))
     (kernels,) = tmp_path.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv")
     with kernels.open(newline="") as handle:
         assert len(list(csv.DictReader(handle))) == len(tasks)
+
+
+def tensorflow_kernels(payload: bytes) -> list[dict]:
+    """The kernel runs in TensorFlow's own conversion of an XSpace (its trace viewer's Trace proto)."""
+    try:  # TensorFlow 2.15; later versions moved the converter to the profiler plugin's module
+        from tensorflow.python.profiler.internal._pywrap_profiler import xspace_to_tools_data_from_byte_string as convert
+    except ImportError:
+        from tensorflow.python.profiler.internal._pywrap_profiler_plugin import xspace_to_tools_data_from_byte_string as convert
+    from tensorflow.tsl.profiler.protobuf import trace_events_pb2
+
+    # The converter wants a path named for the host that made the trace: this one.
+    data, ok = convert([payload], [f"{socket.gethostname()}.xplane.pb"], "trace_viewer")
+    assert ok
+    trace = trace_events_pb2.Trace()
+    trace.ParseFromString(data)
+    # A kernel run is "<op name>:<op type>" (the event's long_name, or for _Send/_Recv its name), the rule the
+    # package reads by too; what this holds is the decoding: times, durations, threads, step groups.
+    events = [(e.args.get("long_name", e.name), e) for e in trace.trace_events]
+    return [{"label": label, "start_ps": e.timestamp_ps, "duration_ps": e.duration_ps, "thread": e.resource_id,
+             "group": e.args.get("group_id")}
+            for label, e in events if ":" in label and "::" not in label and not label.startswith("Eager")]
+
+
+def assert_xspace_read_as_tensorflow_reads_it(prof: Path) -> None:
+    windows = [item for item in iter_framed_records(layout.xspace_path(prof, 0), layout.XSPACE_MAGIC, parse_xspace_header)
+               if isinstance(item, FramedRecord)]
+    assert windows
+    for window in windows:
+        payload = bytes(window.payload)
+        ours = xspace.host_trace(payload).kernels
+        theirs = tensorflow_kernels(payload)
+        as_ours = sorted((f"{k.name}:{k.op_type}", round(k.start_us * 1e6), round((k.end_us - k.start_us) * 1e6), k.thread) for k in ours)
+        as_theirs = sorted((t["label"], t["start_ps"], t["duration_ps"], t["thread"]) for t in theirs)
+        assert [k[:3] for k in as_ours] == [t[:3] for t in as_theirs]
+        # The same threads (TensorFlow numbers them its own way: one of ours is one of theirs)
+        threads = {(k[3], t[3]) for k, t in zip(as_ours, as_theirs)}
+        assert len(threads) == len({k for k, _ in threads}) == len({t for _, t in threads})
+        # Each call's kernels are one of TensorFlow's step groups, whole (a group's kernels never split across calls).
+        calls = window.header[layout.K_CALLS]
+        stats = xspace.calls_step_stats(payload, window.header[layout.K_ANCHORS],
+                                        [(c[layout.K_RUN_START], c[layout.K_RUN_END]) for c in calls])
+        offset_us = xspace.epoch_offset(xspace.host_trace(payload), window.header[layout.K_ANCHORS])
+        group_of = {(t["label"].split(":")[0], round((t["start_ps"] / 1e6 + offset_us) * 1e3)): t["group"] for t in theirs}
+        call_groups: dict[int, set] = defaultdict(set)
+        for index, message in enumerate(stats):
+            for node in message.dev_stats[0].node_stats:  # the epoch ns of a kernel's start, to a float's last bit
+                near = (group_of.get((node.node_name, node.all_start_nanos + d)) for d in (0, -1, 1, -2, 2))
+                call_groups[index].add(next((g for g in near if g is not None), None))
+        assert len(call_groups) == len(calls) and all(len(groups) == 1 for groups in call_groups.values()), call_groups
+        assert len({g for groups in call_groups.values() for g in groups}) == len(calls)

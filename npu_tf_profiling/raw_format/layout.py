@@ -35,6 +35,11 @@ task_trace raw data, beside it in data/ (framing in ``task_record``):
                               header: {"model_id": int, "run": int, "step": int | null,
                                        "run_start_us": float, "run_end_us": float}
                               ("run" joins the training_trace record of the same iteration)
+    task_xspace.bin           TensorFlow 2 steps: framed the same way (XSPACE_MAGIC), one record per task window
+                              (tf.profiler session), its payload the profiler's serialized XSpace as it came;
+                              header: {"anchors_us": [start, stop],   # eager tf.timestamp() values (epoch µs)
+                                       "calls": [task_trace header, ...]}   # the window's iterations
+                              (the reports turn each call's kernels into that iteration's StepStats)
     graph_ops_<model_id>.json {"op name": "OpType", ...} for that model's graph (StepStats has no op types)
 Readers must tolerate a torn last record.
 """
@@ -67,6 +72,11 @@ K_TRACE_POINTS_FALLBACK = "trace_points_fallback"
 
 TASK_TRACE_FILE = "task_trace.bin"
 TASK_MAGIC = b"NTT1"
+XSPACE_FILE = "task_xspace.bin"
+XSPACE_MAGIC = b"NTX1"
+# Keys of an xspace record header.
+K_ANCHORS = "anchors_us"
+K_CALLS = "calls"
 GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 # Keys of a task_trace record header.
 K_RUN_START = "run_start_us"
@@ -95,6 +105,16 @@ def training_trace_files(device_folder: Path) -> list[Path]:
 
 def task_trace_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / TASK_TRACE_FILE
+
+
+def task_trace_files(device_folder: Path) -> list[Path]:
+    """The task record files a device folder holds (Session iterations first, then TensorFlow 2 windows)."""
+    data = Path(device_folder) / DATA_DIR
+    return [p for p in (data / TASK_TRACE_FILE, data / XSPACE_FILE) if p.is_file()]
+
+
+def xspace_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / XSPACE_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

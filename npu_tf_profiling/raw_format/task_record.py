@@ -1,8 +1,12 @@
-"""task_trace.bin records, both directions: framing on write, unframing (tolerant of damage) on read.
+"""task_trace records, both directions: framing on write, unframing (tolerant of damage) on read.
 
-A record is ``TASK_MAGIC | uint32 LE header length | header (UTF-8 JSON) |
-uint64 LE payload length | payload (a serialized StepStats)``, one per traced
-iteration (``docs/output_format.md``). The reader never trusts the end of the
+Two files share the framing ``MAGIC | uint32 LE header length | header (UTF-8 JSON) |
+uint64 LE payload length | payload`` (``docs/output_format.md``):
+- ``task_trace.bin`` (TASK_MAGIC): one record per traced iteration, the payload a
+  serialized StepStats (a Session's FULL_TRACE run);
+- ``task_xspace.bin`` (XSPACE_MAGIC): one record per TensorFlow 2 task window, the
+  payload ``tf.profiler``'s XSpace as it came, the header the window's calls (each
+  a task_trace header) and the two clock anchors. The reader never trusts the end of the
 file: a torn last record, bytes without the marker and a header that breaks the
 contract are each yielded as a ``SkippedRecord`` with its byte offset, and
 reading resumes at the next marker.
@@ -14,7 +18,7 @@ import mmap
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import BadRecordError
@@ -56,22 +60,40 @@ def parse_header(raw: bytes) -> dict[str, Any]:
     }
 
 
-def frame_task_record(header: dict[str, Any], payload: bytes) -> bytes:
+def parse_xspace_header(raw: bytes) -> dict[str, Any]:
+    """An xspace record's header: {"anchors_us": [float, float], "calls": [task_trace header, ...]}."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRecordError(f"header is not UTF-8 JSON ({exc.__class__.__name__})") from None
+    anchors = obj.get(layout.K_ANCHORS) if isinstance(obj, dict) else None
+    calls = obj.get(layout.K_CALLS) if isinstance(obj, dict) else None
+    if not (isinstance(anchors, list) and len(anchors) == 2 and all(isinstance(a, (int, float)) for a in anchors)):
+        raise BadRecordError(f"'{layout.K_ANCHORS}' is not a list of two times")
+    if not isinstance(calls, list):
+        raise BadRecordError(f"'{layout.K_CALLS}' is not a list")
+    return {layout.K_ANCHORS: [float(a) for a in anchors],
+            layout.K_CALLS: [parse_header(json.dumps(call).encode("utf-8")) for call in calls]}
+
+
+def frame_task_record(header: dict[str, Any], payload: bytes, magic: bytes = layout.TASK_MAGIC) -> bytes:
     """One record, written by the runtime with a single ``os.write`` so a crash can only tear the last one."""
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    return b"".join((layout.TASK_MAGIC, _HEADER.pack(len(head)), head, _PAYLOAD.pack(len(payload)), payload))
+    return b"".join((magic, _HEADER.pack(len(head)), head, _PAYLOAD.pack(len(payload)), payload))
 
 
-def iter_framed_records(path: Union[Path, str]) -> Iterator[Union[FramedRecord, SkippedRecord]]:
-    """Yield each record of a task_trace.bin in file order, or a ``SkippedRecord`` for what is unusable.
+def iter_framed_records(
+    path: Union[Path, str], magic: bytes = layout.TASK_MAGIC, parse: Callable[[bytes], dict[str, Any]] = parse_header,
+) -> Iterator[Union[FramedRecord, SkippedRecord]]:
+    """Yield each record of a framed file in file order, or a ``SkippedRecord`` for what is unusable.
 
+    `magic` and `parse` say which of the two files it is (task_trace.bin by default).
     The file is memory-mapped, so a multi-GB file costs one payload at a time.
     """
     path = Path(path)
     size = path.stat().st_size
     if size == 0:
         return
-    magic = layout.TASK_MAGIC
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         pos = 0
         while pos < size:
@@ -103,7 +125,7 @@ def iter_framed_records(path: Union[Path, str]) -> Iterator[Union[FramedRecord, 
                 pos = nxt
                 continue
             try:
-                header = parse_header(mm[head_start:head_end])
+                header = parse(mm[head_start:head_end])
             except BadRecordError as exc:
                 yield SkippedRecord(pos, f"not a task_trace record header: {exc}")
             else:

@@ -63,15 +63,20 @@ class ProfilingRun:
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
         self._trace = AppendOnlyWriter(layout.training_frames_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
-        for writer in (self._trace, self._tasks):
+        self._xspaces = AppendOnlyWriter(layout.xspace_path(self.prof_dir, self.device_id), self._budget)
+        for writer in self._writers:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
 
     # ----- collection ---------------------------------------------------------------------
     @property
+    def _writers(self) -> tuple[AppendOnlyWriter, ...]:
+        return self._trace, self._tasks, self._xspaces
+
+    @property
     def collecting(self) -> bool:
-        return self._trace.stopped_reason is None and self._tasks.stopped_reason is None
+        return all(writer.stopped_reason is None for writer in self._writers)
 
     def register_model(self, key: str, trace_points: dict[str, Any], op_types: dict[str, str] | None = None) -> ModelEntry:
         """The model registered under `key` (the caller decides which graphs share one), made on first use.
@@ -98,14 +103,13 @@ class ProfilingRun:
 
     def record_tasks(self, model: ModelEntry, run: int, step: int | None, step_stats: bytes, run_start_us: float, run_end_us: float) -> None:
         """One task_trace record: the raw StepStats of iteration `run`."""
-        header = {
-            layout.K_MODEL_ID: model.model_id,
-            layout.K_RUN: run,
-            layout.K_STEP: step,
-            layout.K_RUN_START: round(run_start_us, 1),
-            layout.K_RUN_END: round(run_end_us, 1),
-        }
-        self._tasks.append(frame_task_record(header, step_stats))
+        self._tasks.append(frame_task_record(_task_header(model, run, step, run_start_us, run_end_us), step_stats))
+
+    def record_xspace(self, calls: list[tuple[ModelEntry, int, float, float]], anchors_us: tuple[float, float], xspace: bytes) -> None:
+        """One TensorFlow 2 task window: tf.profiler's XSpace as it came, and its calls (model, run, start, end)."""
+        header = {layout.K_ANCHORS: [round(a, 1) for a in anchors_us],
+                  layout.K_CALLS: [_task_header(model, run, None, start, end) for model, run, start, end in calls]}
+        self._xspaces.append(frame_task_record(header, xspace, layout.XSPACE_MAGIC))
 
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
@@ -159,8 +163,7 @@ class ProfilingRun:
         `quiet`: a report written while the job runs (a window's cycle ended) prints no notes: rows
         still in flight would make them say things the final report, which prints, no longer does.
         """
-        raw_files = (layout.training_frames_path(self.prof_dir, self.device_id), layout.task_trace_path(self.prof_dir, self.device_id))
-        if not any(path.exists() for path in raw_files):
+        if not any(writer.path.exists() for writer in self._writers):
             return []
         if _report_builder is None:
             return []
@@ -180,8 +183,19 @@ class ProfilingRun:
             return []
 
     def close(self) -> None:
-        self._trace.close()
-        self._tasks.close()
+        for writer in self._writers:
+            writer.close()
+
+
+def _task_header(model: ModelEntry, run: int, step: int | None, run_start_us: float, run_end_us: float) -> dict[str, Any]:
+    """A task_trace record's header (``raw_format.layout``): which iteration, and its call's span."""
+    return {
+        layout.K_MODEL_ID: model.model_id,
+        layout.K_RUN: run,
+        layout.K_STEP: step,
+        layout.K_RUN_START: round(run_start_us, 1),
+        layout.K_RUN_END: round(run_end_us, 1),
+    }
 
 
 # Builds every report of a PROF folder; returns the written paths, with `.notes` to print.

@@ -15,7 +15,11 @@ one of two numbers:
   what Estimator and most TF1 scripts run). Every run of the train op then has its
   own step, so no counter is needed, and the row holds no separate step column;
 * **a counter** of this session's train op runs (from 1) otherwise: read, add one,
-  write back; the row then also holds the step (when the graph has one).
+  write back; the row then also holds the step (when the graph has one). In a
+  tf.function the three are done under a mutex (``MutexV2``, made on first use
+  like the tables): TensorFlow may run calls of one function at once (a
+  ``tf.range`` loop of steps), and two calls reading one count would write one
+  row over the other.
 
 Where other sessions may write the same global step (a session on a server's
 target, ``grpc://...``, where workers share variables: a parameter server's
@@ -164,10 +168,15 @@ def build_ring(
         chain = _Chain([end.op])  # no op here is a root node: none starts with the step
         zero = chain.add(lambda: tf.constant(0, tf.int64, name="counter_key"))
         counter = chain.add(lambda: _table(counter_table_name(shared), tf.int64, None, "counter"))
+        if in_function:  # calls of one function may run at once (a tf.range loop of steps): one count at a time
+            mutex = chain.add(lambda: tf.raw_ops.MutexV2(shared_name=f"{counter_table_name(shared)}_lock", name="counter_mutex"))
+            lock = chain.add(lambda: tf.raw_ops.MutexLock(mutex=mutex, name="counter_lock"))
         done = chain.add(lambda: tf.raw_ops.LookupTableFindV2(table_handle=counter, keys=zero, default_value=zero))
         one = chain.add(lambda: tf.constant(1, tf.int64, name="one"))
         key = chain.add(lambda: tf.add(done, one, name="seq"))
         chain.add(lambda: tf.raw_ops.LookupTableInsertV2(table_handle=counter, keys=zero, values=key, name="count"))
+        if in_function:  # the lock is held until its tensor's last consumer ran: this one
+            chain.add(lambda: tf.raw_ops.ConsumeMutexLock(mutex_lock=lock, name="counter_unlock"))
         head = [_step_after(graph, global_step, chain)] if carries_step else []
         progress_of = lambda: _find(  # noqa: E731
             _table(counter_table_name(shared), tf.int64, None, "counter_reader"), tf.constant(0, tf.int64), tf.constant(0, tf.int64)

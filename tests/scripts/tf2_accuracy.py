@@ -30,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import npu_tf_profiling  # noqa: E402
-from npu_tf_profiling.runtime.functions.task_capture import kernels_of  # noqa: E402
+from npu_tf_profiling.reports.task.xspace import host_trace  # noqa: E402
 
 output, warmup, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 npu_tf_profiling.start_tf2_profiling({"output": output, "training_trace": "on"})
@@ -83,10 +83,12 @@ while stack:
 bp_ops = {t.split(":")[0] for t in points["bp_inputs"]}
 
 # ---- TensorFlow's trace: its kernel runs and the eager tf.timestamp() runs, µs from the profiler's start,
-# read as task_trace reads them (the package's XPlane reader, on TensorFlow's own XPlane proto)
+# read as the task reports read them (the package's XPlane reader)
 (path,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
 with open(path, "rb") as handle:
-    events, eager = kernels_of(handle.read())
+    trace = host_trace(handle.read())
+events = [(k.start_us, k.end_us, k.name) for k in trace.kernels]
+eager = trace.stamps
 assert len(eager) == len(anchors), (len(eager), len(anchors))
 offset = statistics.median(value - (start + end) / 2 for value, (start, end) in zip(anchors, eager))
 anchor_error = statistics.median((end - start) / 2 for start, end in eager)

@@ -42,12 +42,8 @@ class TaskReportResult:
 
 
 def has_task_data(prof_dir: Path | str) -> bool:
-    """Whether any device folder of ``prof_dir`` holds a non-empty task_trace.bin."""
-    for ddir in layout.device_dirs(Path(prof_dir)):
-        path = ddir / layout.DATA_DIR / layout.TASK_TRACE_FILE
-        if path.is_file() and path.stat().st_size > 0:
-            return True
-    return False
+    """Whether any device folder of ``prof_dir`` holds a non-empty task record file."""
+    return any(path.stat().st_size > 0 for ddir in layout.device_dirs(Path(prof_dir)) for path in layout.task_trace_files(ddir))
 
 
 def untraced_notes(data: ProfData) -> list[str]:

@@ -1,9 +1,11 @@
-"""Read ``device_<id>/data/task_trace.bin`` into columns (one entry per StepStats node).
+"""Read a device's task records into columns (one entry per StepStats node).
 
-The raw format is defined in ``npu_tf_profiling.raw_format.layout``: framed records, one
-per traced iteration, each ``TASK_MAGIC | uint32 LE header length | header
-(UTF-8 JSON) | uint64 LE payload length | payload (serialized StepStats)``.
-Decoding needs no TensorFlow (``step_stats`` declares the messages).
+The raw format is defined in ``npu_tf_profiling.raw_format.layout``: framed records
+(``raw_format.task_record``) in two files. ``task_trace.bin`` holds one per traced
+Session iteration, its payload a serialized StepStats; ``task_xspace.bin`` one per
+TensorFlow 2 task window, its payload tf.profiler's XSpace, which ``xspace`` turns
+into one StepStats per call. From here on both are the same iterations.
+Decoding needs no TensorFlow (``step_stats`` and ``xspace`` declare the messages).
 
 Reading never trusts the end of the file and never drops anything silently:
 a torn last record (the process was killed mid-write), bytes that do not
@@ -16,7 +18,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -25,8 +27,8 @@ from google.protobuf.message import DecodeError
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 from npu_tf_profiling.raw_format.metadata import read_json_object
-from npu_tf_profiling.raw_format.task_record import SkippedRecord, iter_framed_records
-from npu_tf_profiling.reports.task import step_stats
+from npu_tf_profiling.raw_format.task_record import FramedRecord, SkippedRecord, iter_framed_records, parse_xspace_header
+from npu_tf_profiling.reports.task import step_stats, xspace
 from npu_tf_profiling.reports.task.classify import is_gpu_device, op_type_from_label
 
 _MAX_IN_WARNING = 10
@@ -44,7 +46,7 @@ class TaskTrace:
     occurrence (parsed by ``label_type`` only for names graph_ops lacks).
     """
 
-    path: Path
+    paths: list[Path]
     records: pd.DataFrame
     names: list[str]
     devices: list[str]
@@ -78,62 +80,102 @@ def _warn_skipped(path: Path, skipped: list[SkippedRecord]) -> None:
     warnings.warn(f"{path}: skipped {len(skipped)} unusable part(s) ({shown})", RawDataWarning, stacklevel=3)
 
 
-def read_task_trace(path: Union[Path, str]) -> TaskTrace:
-    """Decode a task_trace.bin into a ``TaskTrace`` (torn/corrupt parts skipped with a warning)."""
-    path = Path(path)
-    name_codes: dict[str, int] = {}
-    labels: list[str] = []
-    device_codes: dict[str, int] = {}
-    thread_names: dict[tuple[int, int], str] = {}
-    rec_rows: list[tuple] = []
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("record", "device", "thread", "name", "start_ns", "end_ns")}
-    skipped: list[SkippedRecord] = []
-    for item in iter_framed_records(path):
-        if isinstance(item, SkippedRecord):
-            skipped.append(item)
-            continue
-        try:
-            message = step_stats.parse_step_stats(item.payload)
-        except DecodeError as exc:
-            skipped.append(SkippedRecord(item.offset, f"payload is not a StepStats message ({exc})"))
-            continue
-        record = len(rec_rows)
+def iteration_records(path: Path) -> Iterator[Union[tuple[int, dict[str, Any], Any], SkippedRecord]]:
+    """(offset, task_trace header, StepStats message) per traced iteration of one file, or what was skipped.
+
+    An xspace record gives one item per call of its window, all at the record's offset.
+    """
+    if path.name != layout.XSPACE_FILE:
+        for item in iter_framed_records(path):
+            if isinstance(item, SkippedRecord):
+                yield item
+                continue
+            try:
+                yield item.offset, item.header, step_stats.parse_step_stats(item.payload)
+            except DecodeError as exc:
+                yield SkippedRecord(item.offset, f"payload is not a StepStats message ({exc})")
+        return
+    for item in iter_framed_records(path, layout.XSPACE_MAGIC, parse_xspace_header):
+        if isinstance(item, FramedRecord):
+            calls = item.header[layout.K_CALLS]
+            try:
+                stats = xspace.calls_step_stats(bytes(item.payload), item.header[layout.K_ANCHORS],
+                                                [(c[layout.K_RUN_START], c[layout.K_RUN_END]) for c in calls])
+            except (DecodeError, ValueError) as exc:
+                item = SkippedRecord(item.offset, f"payload is not a usable XSpace ({exc}); {len(calls)} iteration(s) lost")
+            else:
+                yield from ((item.offset, call, message) for call, message in zip(calls, stats))
+                continue
+        yield item
+
+
+class _Columns:
+    """The columns read_task_trace builds, record by record, across files."""
+
+    def __init__(self) -> None:
+        self.name_codes: dict[str, int] = {}
+        self.labels: list[str] = []
+        self.device_codes: dict[str, int] = {}
+        self.thread_names: dict[tuple[int, int], str] = {}
+        self.rec_rows: list[tuple] = []
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in _NODE_DTYPES}
+
+    def add(self, offset: int, header: dict[str, Any], message: Any) -> None:
+        record = len(self.rec_rows)
         has_gpu = False
         for dev in message.dev_stats:
-            cols = step_stats.device_nodes(dev, name_codes)
-            for code, index in cols.new_names:
-                labels.append(cols.nodes[index].timeline_label)
-            dcode = device_codes.setdefault(cols.device, len(device_codes))
+            cols = step_stats.device_nodes(dev, self.name_codes)
+            for _code, index in cols.new_names:
+                self.labels.append(cols.nodes[index].timeline_label)
+            dcode = self.device_codes.setdefault(cols.device, len(self.device_codes))
             has_gpu = has_gpu or is_gpu_device(cols.device)
             for tid, tname in cols.thread_names.items():
-                thread_names[(dcode, int(tid))] = tname
+                self.thread_names[(dcode, int(tid))] = tname
             n = cols.name_code.shape[0]
-            parts["record"].append(np.full(n, record, dtype=np.int32))
-            parts["device"].append(np.full(n, dcode, dtype=np.int32))
-            parts["thread"].append(cols.thread_id)
-            parts["name"].append(cols.name_code)
-            parts["start_ns"].append(cols.start_ns)
-            parts["end_ns"].append(cols.end_ns)
-        h = item.header
-        rec_rows.append((record, item.offset, h[layout.K_MODEL_ID], h[layout.K_RUN], h[layout.K_STEP], h[layout.K_RUN_START], h[layout.K_RUN_END], has_gpu))
-    if skipped:
-        _warn_skipped(path, skipped)
-    dtypes = {"record": np.int32, "device": np.int32, "thread": np.int64, "name": np.int32, "start_ns": np.int64, "end_ns": np.int64}
-    arrays = {k: (np.concatenate(v) if v else np.zeros(0, dtype=dtypes[k])) for k, v in parts.items()}
-    records = pd.DataFrame(rec_rows, columns=RECORD_COLUMNS)
+            for key, values in (("record", np.full(n, record, dtype=np.int32)), ("device", np.full(n, dcode, dtype=np.int32)),
+                                ("thread", cols.thread_id), ("name", cols.name_code), ("start_ns", cols.start_ns),
+                                ("end_ns", cols.end_ns)):
+                self.parts[key].append(values)
+        h = header
+        self.rec_rows.append((record, offset, h[layout.K_MODEL_ID], h[layout.K_RUN], h[layout.K_STEP],
+                              h[layout.K_RUN_START], h[layout.K_RUN_END], has_gpu))
+
+
+_NODE_DTYPES = {"record": np.int32, "device": np.int32, "thread": np.int64, "name": np.int32, "start_ns": np.int64, "end_ns": np.int64}
+
+
+def _in_code_order(codes: dict[str, int]) -> list[str]:
+    names = [""] * len(codes)
+    for name, code in codes.items():
+        names[code] = name
+    return names
+
+
+def read_task_trace(paths: Union[Path, str, Sequence[Union[Path, str]]]) -> TaskTrace:
+    """Decode task record files (one, or a device's ``layout.task_trace_files``) into one ``TaskTrace``;
+    torn/corrupt parts are skipped with a warning per file."""
+    paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    columns = _Columns()
+    skipped: list[SkippedRecord] = []
+    for path in paths:
+        skipped_here = []
+        for item in iteration_records(path):
+            if isinstance(item, SkippedRecord):
+                skipped_here.append(item)
+            else:
+                columns.add(*item)
+        if skipped_here:
+            _warn_skipped(path, skipped_here)
+        skipped += skipped_here
+    arrays = {k: (np.concatenate(v) if v else np.zeros(0, dtype=_NODE_DTYPES[k])) for k, v in columns.parts.items()}
+    records = pd.DataFrame(columns.rec_rows, columns=RECORD_COLUMNS)
     records = records.astype(
         {"record": "int64", "offset": "int64", layout.K_MODEL_ID: "int64", layout.K_RUN: "int64", layout.K_STEP: "Int64",
          layout.K_RUN_START: "float64", layout.K_RUN_END: "float64", "has_gpu": bool}
     )
-    names = [""] * len(name_codes)
-    for name, code in name_codes.items():
-        names[code] = name
-    devices = [""] * len(device_codes)
-    for dev_name, code in device_codes.items():
-        devices[code] = dev_name
     return TaskTrace(
-        path=path, records=records, names=names, devices=devices, labels=labels,
-        thread_names=thread_names, skipped=skipped, **arrays,
+        paths=paths, records=records, names=_in_code_order(columns.name_codes), devices=_in_code_order(columns.device_codes),
+        labels=columns.labels, thread_names=columns.thread_names, skipped=skipped, **arrays,
     )
 
 

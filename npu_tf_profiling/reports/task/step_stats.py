@@ -22,9 +22,8 @@ unknown to these classes; protobuf skips them when parsing, so real
 FULL_TRACE payloads decode as-is (``tests/test_task_step_stats.py`` checks
 this against TensorFlow's own classes).
 
-The classes live in a private descriptor pool under their own package name,
-so they never clash with TensorFlow's ``tensorflow.StepStats`` when both are
-loaded in one process (tests, the benchmark).
+The classes come from ``declared_proto`` (a private descriptor pool), so they
+never clash with TensorFlow's ``tensorflow.StepStats`` in one process.
 """
 from __future__ import annotations
 
@@ -32,38 +31,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
+
+from npu_tf_profiling.reports.task.declared_proto import F, add_field, add_map, message_classes
 
 PACKAGE = "npu_tf_profiling.step_stats"
 _FILE_NAME = "npu_tf_profiling/step_stats.proto"
 
-_F = descriptor_pb2.FieldDescriptorProto
-# (name, number, type, label, type_name)
+# (name, number, type)
 _NODE_FIELDS = (
-    ("node_name", 1, _F.TYPE_STRING),
-    ("all_start_micros", 2, _F.TYPE_INT64),
-    ("op_start_rel_micros", 3, _F.TYPE_INT64),
-    ("op_end_rel_micros", 4, _F.TYPE_INT64),
-    ("all_end_rel_micros", 5, _F.TYPE_INT64),
-    ("timeline_label", 8, _F.TYPE_STRING),
-    ("scheduled_micros", 9, _F.TYPE_INT64),
-    ("thread_id", 10, _F.TYPE_UINT32),
-    ("all_start_nanos", 13, _F.TYPE_INT64),
-    ("op_start_rel_nanos", 14, _F.TYPE_INT64),
-    ("op_end_rel_nanos", 15, _F.TYPE_INT64),
-    ("all_end_rel_nanos", 16, _F.TYPE_INT64),
-    ("scheduled_nanos", 17, _F.TYPE_INT64),
+    ("node_name", 1, F.TYPE_STRING),
+    ("all_start_micros", 2, F.TYPE_INT64),
+    ("op_start_rel_micros", 3, F.TYPE_INT64),
+    ("op_end_rel_micros", 4, F.TYPE_INT64),
+    ("all_end_rel_micros", 5, F.TYPE_INT64),
+    ("timeline_label", 8, F.TYPE_STRING),
+    ("scheduled_micros", 9, F.TYPE_INT64),
+    ("thread_id", 10, F.TYPE_UINT32),
+    ("all_start_nanos", 13, F.TYPE_INT64),
+    ("op_start_rel_nanos", 14, F.TYPE_INT64),
+    ("op_end_rel_nanos", 15, F.TYPE_INT64),
+    ("all_end_rel_nanos", 16, F.TYPE_INT64),
+    ("scheduled_nanos", 17, F.TYPE_INT64),
 )
-
-
-def _field(message: Any, name: str, number: int, ftype: int, label: int = _F.LABEL_OPTIONAL, type_name: str = "") -> None:
-    field = message.field.add()
-    field.name = name
-    field.number = number
-    field.type = ftype
-    field.label = label
-    if type_name:
-        field.type_name = type_name
 
 
 def file_descriptor_proto() -> descriptor_pb2.FileDescriptorProto:
@@ -72,37 +62,19 @@ def file_descriptor_proto() -> descriptor_pb2.FileDescriptorProto:
 
     node = fdp.message_type.add(name="NodeExecStats")
     for name, number, ftype in _NODE_FIELDS:
-        _field(node, name, number, ftype)
+        add_field(node, name, number, ftype)
 
     dev = fdp.message_type.add(name="DeviceStepStats")
-    _field(dev, "device", 1, _F.TYPE_STRING)
-    _field(dev, "node_stats", 2, _F.TYPE_MESSAGE, _F.LABEL_REPEATED, f".{PACKAGE}.NodeExecStats")
-    entry = dev.nested_type.add(name="ThreadNamesEntry")
-    entry.options.map_entry = True
-    _field(entry, "key", 1, _F.TYPE_UINT32)
-    _field(entry, "value", 2, _F.TYPE_STRING)
-    _field(dev, "thread_names", 3, _F.TYPE_MESSAGE, _F.LABEL_REPEATED, f".{PACKAGE}.DeviceStepStats.ThreadNamesEntry")
+    add_field(dev, "device", 1, F.TYPE_STRING)
+    add_field(dev, "node_stats", 2, F.TYPE_MESSAGE, F.LABEL_REPEATED, f".{PACKAGE}.NodeExecStats")
+    add_map(dev, f"{PACKAGE}.DeviceStepStats", "thread_names", 3, F.TYPE_UINT32, F.TYPE_STRING)
 
     top = fdp.message_type.add(name="StepStats")
-    _field(top, "dev_stats", 1, _F.TYPE_MESSAGE, _F.LABEL_REPEATED, f".{PACKAGE}.DeviceStepStats")
+    add_field(top, "dev_stats", 1, F.TYPE_MESSAGE, F.LABEL_REPEATED, f".{PACKAGE}.DeviceStepStats")
     return fdp
 
 
-def _message_classes() -> tuple[type, type, type]:
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file_descriptor_proto())
-
-    def cls(name: str) -> type:
-        desc = pool.FindMessageTypeByName(f"{PACKAGE}.{name}")
-        get = getattr(message_factory, "GetMessageClass", None)
-        if get is not None:  # protobuf >= 4.21
-            return get(desc)
-        return message_factory.MessageFactory(pool).GetPrototype(desc)  # pragma: no cover - old protobuf
-
-    return cls("StepStats"), cls("DeviceStepStats"), cls("NodeExecStats")
-
-
-StepStats, DeviceStepStats, NodeExecStats = _message_classes()
+StepStats, DeviceStepStats, NodeExecStats = message_classes(file_descriptor_proto(), "StepStats", "DeviceStepStats", "NodeExecStats")
 
 
 def parse_step_stats(payload: bytes) -> Any:

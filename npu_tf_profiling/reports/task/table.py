@@ -387,11 +387,11 @@ def load_device_tasks(
     training: Optional[TraceRead],
     iteration_times: Optional[pd.DataFrame] = None,
 ) -> Optional[TaskTable]:
-    """Read and tabulate one device folder's task_trace.bin; None when the folder has none."""
-    path = Path(device_dir) / layout.DATA_DIR / layout.TASK_TRACE_FILE
-    if not path.is_file():
+    """Read and tabulate one device folder's task records; None when the folder has none."""
+    paths = layout.task_trace_files(Path(device_dir))
+    if not paths:
         return None
-    trace = read_task_trace(path)
+    trace = read_task_trace(paths)
     models = sorted(set(trace.records[layout.K_MODEL_ID].tolist()))
     graph_ops = {m: read_graph_ops(device_dir, m) for m in models}
     return build_task_table(trace, device_id, training, graph_ops, iteration_times, keep_host_cpu=aicpu_enabled(info))

@@ -10,8 +10,9 @@ input pipeline with a cheap step turned "not input-bound" (4%) into "highly
 input-bound" (35%). So the summary and the slow-rank analysis leave out every
 traced iteration and the one after each, and say how many.
 
-The traced iterations are the ``(model_id, run)`` of the task_trace.bin
-record headers (``docs/output_format.md``); payloads are not decoded. A record
+The traced iterations are the ``(model_id, run)`` of the task record headers
+(task_trace.bin's, and the calls of task_xspace.bin's; ``docs/output_format.md``);
+payloads are not decoded. A record
 too damaged to show its header cannot be attributed and is ignored here (the
 task reports list it).
 """
@@ -23,21 +24,21 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.task_record import FramedRecord, iter_framed_records
+from npu_tf_profiling.raw_format.task_record import FramedRecord, iter_framed_records, parse_xspace_header
 
 TracedRuns = frozenset[tuple[int, int]]  # (model_id, run) of every task-traced iteration
 
 
 def traced_runs(device_dir: Path | str) -> TracedRuns:
-    """The ``(model_id, run)`` of every iteration a device's task_trace.bin recorded (empty without one)."""
-    path = Path(device_dir) / layout.DATA_DIR / layout.TASK_TRACE_FILE
-    if not path.is_file():
-        return frozenset()
-    return frozenset(
-        (item.header[layout.K_MODEL_ID], item.header[layout.K_RUN])
-        for item in iter_framed_records(path)
-        if isinstance(item, FramedRecord)
-    )
+    """The ``(model_id, run)`` of every iteration a device's task records hold (empty without any)."""
+    data = Path(device_dir) / layout.DATA_DIR
+    headers = []
+    if (data / layout.TASK_TRACE_FILE).is_file():
+        headers += [item.header for item in iter_framed_records(data / layout.TASK_TRACE_FILE) if isinstance(item, FramedRecord)]
+    if (data / layout.XSPACE_FILE).is_file():
+        windows = iter_framed_records(data / layout.XSPACE_FILE, layout.XSPACE_MAGIC, parse_xspace_header)
+        headers += [call for item in windows if isinstance(item, FramedRecord) for call in item.header[layout.K_CALLS]]
+    return frozenset((header[layout.K_MODEL_ID], header[layout.K_RUN]) for header in headers)
 
 
 def disturbed(frame: pd.DataFrame, traced: TracedRuns) -> tuple[np.ndarray, np.ndarray]:

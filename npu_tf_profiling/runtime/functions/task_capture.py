@@ -26,7 +26,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -38,7 +37,6 @@ from typing import Any
 from npu_tf_profiling.runtime.profiling_run import before_exit_reports
 
 CALLS_PER_SESSION = 50
-CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 BUSY_NOTE = ("task_trace: TensorFlow's profiler was already running (the script's own tf.profiler?), so the TensorFlow 2 "
              "steps' tasks of this window were not captured")
 
@@ -151,59 +149,12 @@ class TaskCapture:
                 space = handle.read()
         finally:
             shutil.rmtree(window.folder, ignore_errors=True)
-        kernels, stamps = kernels_of(space)
-        if len(stamps) < 2:
-            raise RuntimeError(f"the trace holds {len(stamps)} of the 2 clock anchors")
-        # The first and the last eager tf.timestamp() are the anchors (the script may run others between).
-        pairs = zip(window.anchors, (stamps[0], stamps[-1]))
-        offset = statistics.median(value - (start + end) / 2 for value, (start, end) in pairs)
+        runs: dict[int, tuple[Any, list]] = {}  # one record per PROF folder the window's calls belong to
         for model, collection, run, start, end in window.calls:
-            stats = _step_stats([k for k in kernels if start <= k[0] + offset <= end], offset)
-            collection.run.record_tasks(model.entry_in(collection), run, None, stats, start, end)
-
-
-def kernels_of(serialized: bytes) -> tuple[list[tuple[float, float, str, str, int]], list[tuple[float, float]]]:
-    """The host plane's kernel runs (start µs, end µs, op name, op type, thread), and the eager
-    tf.timestamp() kernel runs (start, end), in the trace's own time."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    space = xplane_pb2.XSpace()
-    space.ParseFromString(serialized)
-    kernels, stamps = [], []
-    for plane in space.planes:
-        if plane.name != "/host:CPU":
-            continue
-        for line in plane.lines:
-            events = []
-            for event in line.events:
-                start = line.timestamp_ns / 1e3 + event.offset_ps / 1e6
-                label = plane.event_metadata[event.metadata_id].name
-                # A kernel run is "<op name>:<op type>"; the runtime's own scopes ("ExecutorState::Process",
-                # "Iterator::Root::Prefetch", "EagerLocalExecute: Timestamp") are not kernels.
-                name, _, kind = label.partition(":") if "::" not in label else (label, "", "")
-                events.append((start, start + event.duration_ps / 1e6, name, kind.strip()))
-            calls = [e for e in events if e[2] == "EagerLocalExecute" and e[3] == "Timestamp"]  # the anchors' calls
-            runs = [e for e in events if e[2] == "EagerKernelExecute"]
-            stamps += [r[:2] for c in calls for r in runs if c[0] <= r[0] and r[1] <= c[1]]
-            kernels += [(*e, line.id) for e in events if e[3] and not e[2].startswith("Eager")]
-    return sorted(kernels), sorted(stamps)
-
-
-def _step_stats(kernels: list[tuple[float, float, str, str, int]], offset: float) -> bytes:
-    """One iteration's kernels as a serialized StepStats (epoch times), as FULL_TRACE gives them."""
-    from tensorflow.core.framework import step_stats_pb2
-
-    stats = step_stats_pb2.StepStats()
-    device = stats.dev_stats.add(device=CPU_DEVICE)
-    for start, end, name, kind, thread in kernels:
-        start_ns, duration_ns = int(round((start + offset) * 1e3)), int(round((end - start) * 1e3))
-        device.node_stats.add(
-            node_name=name, timeline_label=f"{name} = {kind}()", thread_id=thread & 0xFFFFFFFF,
-            all_start_micros=start_ns // 1000, all_start_nanos=start_ns, op_start_rel_micros=0, op_start_rel_nanos=0,
-            op_end_rel_micros=duration_ns // 1000, op_end_rel_nanos=duration_ns,
-            all_end_rel_micros=duration_ns // 1000, all_end_rel_nanos=duration_ns,
-        )
-    return stats.SerializeToString()
+            calls = runs.setdefault(id(collection.run), (collection.run, []))[1]
+            calls.append((model.entry_in(collection), run, start, end))
+        for profiling_run, calls in runs.values():
+            profiling_run.record_xspace(calls, (window.anchors[0], window.anchors[-1]), space)
 
 
 CAPTURE = TaskCapture()
