@@ -74,10 +74,8 @@ def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list
     if HOST_READ_STEPS.get(style) == function.rsplit(".", 1)[-1]:
         return [False] + [True] * (len(rows) - 1)
     # The generator and the head step read no data. Keras 3's fit reads the batch in the function that calls
-    # the step, and that caller's read is given to the step's row (`callers`); with steps_per_execution 3 only
-    # the first step of each call's loop gets one: the loop reads the others in a branch, not probed (README).
-    if style == "fit_spe" and _tensorflow_version() >= (2, 16):  # one step of each call's loop of 3
-        return [i % 3 == 0 for i in range(len(rows))]
+    # the step, and that caller's read is given to the step's row (`callers`); with steps_per_execution 3 the
+    # loop reads each next batch in a cond branch, probed as a reader of its own: every step gets its read.
     no_read = style in ("gan", "retrace", "for_dataset")
     return [not no_read or (style == "gan" and function.endswith("discriminator_step"))] * len(rows)
 
@@ -100,8 +98,6 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
         function = info["models"][model_id]["function"]
         has_getnext = [r["GetNext Time(us)"] != "N/A" for r in model_rows]
         expected = _getnext_rows(style, function, model_rows)
-        if style == "fit_spe":  # which step of a loop takes the read depends on the loop's run order: count them
-            has_getnext, expected = sorted(has_getnext), sorted(expected)
         assert has_getnext == expected, function
         starts = [r["GetNext Start(us)"] for r in model_rows if r["GetNext Start(us)"] != "N/A"]
         assert len(starts) == len(set(starts))  # a read is never given to two steps

@@ -14,8 +14,11 @@ Two kinds of caller get probes of their own, with no FP/BP points:
 
 A step may have several feeders: Keras 3's ``steps_per_execution`` loop reads
 the first batch before its While and each next one at the end of the loop's
-body (a graph of its own, probed as a feeder too); the step's row takes the
-last read that ended before it (`host_reads.HostBatches.join`).
+body, in a cond branch (``lambda: iterator.get_next_as_optional()``). A branch
+that only reads (`reads_only`) is probed as a reader of its own (`read_points`),
+keyed to the function it is traced in; when that function turns out to feed a
+step, the branch's reads feed it too. Within one call, the k-th step takes
+the call's k-th read (`fed_batches`).
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ MAX_CALL_DEPTH = 3  # a loop's body, a branch in it, the step's call: Keras 3's 
 TABLES_PREFIX = "npu_tf_profiling_"  # every tf.function ring's tables are named from it (transform._model_for)
 JIT_CALLER_REASON = ("fp, bp = N/A: the updates are in an XLA-compiled function (jit_compile=True) this function calls; "
                      "no stamp op can run inside it, so this row times the call (GetNext, iteration end)")
+READ_BRANCH_REASON = ("this cond branch of {function} reads the next batch and nothing else (Keras 3's "
+                      "steps_per_execution loop): its reads are given to the step that function calls")
 FEEDER_REASON = ("this function reads the batch and calls the training step {step}: its GetNext is given to that "
                  "step's rows (the row of the same call); it has no rows of its own")
 
@@ -73,6 +78,21 @@ def around_call(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf
 def calls_functions(kinds: frozenset[str]) -> bool:
     """Whether a graph with these op types calls a function."""
     return bool(kinds & functions.FUNCTION_CALL_TYPES)
+
+
+def reads_only(kinds: frozenset[str]) -> bool:
+    """Whether a graph with these op types reads a batch and calls nothing (updates are checked apart)."""
+    return bool(kinds & optypes.ITERATOR_INPUT_TYPES) and not calls_functions(kinds)
+
+
+def read_points(graph: tf.Graph, index: GraphIndex, function: str) -> TracePoints | None:
+    """A reading branch's points: its reads, and as iteration end the first output that waits on them."""
+    reads = tuple(op.name for op in graph.get_operations() if op.type in optypes.ITERATOR_INPUT_TYPES)
+    ends = [t.op.name for t in graph.outputs if set(reads) & set(index.ancestors([t.op.name]))]
+    if not ends:
+        return None
+    return TracePoints(get_next=reads, iteration_end=ends[0], is_training=True,
+                       reasons=(READ_BRANCH_REASON.format(function=function),))
 
 
 def may_feed_a_step(kinds: frozenset[str]) -> bool:

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
+from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import HostBatches
 from npu_tf_profiling.runtime.profiling_run import ModelEntry
 from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_table_name
@@ -56,10 +57,11 @@ class FunctionModel:
     source: CollectionSource
     traces: list[_Trace] = field(default_factory=list)
     # Its calls' batches, for traces with no read in the graph: the host's eager reads (`host_reads`)
-    # or the reads of the functions that call it (`feeders`); None: neither.
-    host_batches: HostBatches | None = None
+    # or the reads of the functions that call it (`feeders`, `fed_batches`); None: neither.
+    host_batches: HostBatches | FedBatches | None = None
     feeders: list["FunctionModel"] = field(default_factory=list)  # the callers whose rows give this step its GetNext
-    feeds: HostBatches | None = None  # set on a feeder: its rows go there, it has none of its own
+    feeds: FedBatches | None = None  # set on a feeder: its rows go there, it has none of its own
+    reads_in_loop: bool = False  # a feeder that is a branch reading inside its caller's loop (not the call's first read)
     closed: bool = False
     _done: int = 0  # the last run number read
     _collection: Collection | None = None
@@ -77,7 +79,7 @@ class FunctionModel:
         """`feeder`'s rows (a caller reading the batch, `callers`) give this step's rows their GetNext."""
         with self._lock:
             if not self.feeders:
-                self.host_batches = HostBatches(reason=FED_REASON.format(caller=feeder.name))
+                self.host_batches = FedBatches(reason=FED_REASON.format(caller=feeder.name))
             if feeder not in self.feeders:
                 self.feeders.append(feeder)
             feeder.feeds = self.host_batches
@@ -104,10 +106,12 @@ class FunctionModel:
 
     # ----- internals ---------------------------------------------------------------------------
     def _drain_locked(self) -> None:
-        for feeder in self.feeders:  # the batches of the rows read here are in the callers' rows
+        progress = self._progress()
+        # The batches of the rows read here are in the callers' rows; a reader writes its row before the
+        # step it feeds runs, so after this step's progress was read, every batch of its rows up to it is there.
+        for feeder in self.feeders:
             feeder.drain()
         collection = self.source.poll()
-        progress = self._progress()
         if collection is not self._collection:
             self._collection, self._collection_from = collection, self._done
         if progress <= self._done:
@@ -173,13 +177,15 @@ class FunctionModel:
         collection.cycle_ended(runs)
 
     def _feed(self, shape: RecordShape, times: np.ndarray) -> None:
-        """A feeder's rows, as its step's batches: (the first read's start, the reads' span)."""
+        """A feeder's rows, as its step's batches: the reads' span, and the call's end (its iteration end)."""
         pairs = times[:, : 2 * shape.get_next_pairs]
         if not pairs.shape[1]:
             return
-        starts, ends = pairs[:, 0::2], pairs[:, 1::2]
-        first = np.nanmin(starts, axis=1)
-        self.feeds.calls.extend(zip(first, first, np.nanmax(ends, axis=1)))
+        first, last = np.nanmin(pairs[:, 0::2], axis=1), np.nanmax(pairs[:, 1::2], axis=1)
+        if self.reads_in_loop:
+            self.feeds.add_reads(first, last)
+        else:
+            self.feeds.add_calls(first, last, times[:, -1])
 
     def entry_in(self, collection: Collection) -> ModelEntry:
         """This function's model in `collection`'s run (registered on first use)."""

@@ -13,6 +13,9 @@ body `while_v2`/`cond_v2` makes. Which graphs get probes:
   row, from the graph that really is the step;
 * never a `cond_v2` branch (a loss-scale optimizer's "apply if finite"): the
   graph around it is the step, and discovery sees the updates through the call;
+  except a branch that only reads a batch (Keras 3's ``steps_per_execution``
+  loop reads each next batch in one), probed as a reader whose reads feed the
+  step its function calls (`callers`);
 * never an XLA-compiled function (`jit_compile=True`): no stamp op has an XLA
   kernel, and one would fail the compilation. The function that calls it (Keras'
   `train_function` around its compiled step, or a custom loop's caller) is probed
@@ -41,14 +44,15 @@ from typing import Callable
 
 import tensorflow as tf
 
-from npu_tf_profiling.graph_points import Discovery, analyse, optypes
+from npu_tf_profiling.graph_points import Discovery, TracePoints, analyse, optypes
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions import callers
+from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import watch
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
 from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
 from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, WHILE_BODY, TracingContext, tracing_context
-from npu_tf_profiling.runtime.probes import build_probes, process_clock
+from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.recorder import read_in_the_background
 from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
 
@@ -75,7 +79,9 @@ class StepTransform:
     def __call__(self, graph: tf.Graph) -> None:
         kinds = frozenset(op.type for op in graph.get_operations())  # the one scan every traced graph pays
         updates = _updates_variables(kinds)
-        if not updates and not callers.may_feed_a_step(kinds) and not (callers.calls_functions(kinds) and callers.compiled_calls(graph)):
+        reads_only = not updates and callers.reads_only(kinds)
+        if (not updates and not reads_only and not callers.may_feed_a_step(kinds)
+                and not (callers.calls_functions(kinds) and callers.compiled_calls(graph))):
             return  # the common case (data pipelines, inference, small helpers)
         if not tf.compat.v1.executing_eagerly_outside_functions():
             return  # a graph-mode program: its Session times the step
@@ -83,7 +89,7 @@ class StepTransform:
         if source is None:
             return
         context = tracing_context(graph.name)
-        if context.kind == BRANCH:
+        if context.kind == BRANCH and not reads_only:
             return
         if context.jit:
             if analyse(graph).is_training:  # evaluation and prediction steps are not iterations anyway
@@ -106,6 +112,9 @@ class StepTransform:
     def _probe(self, graph: tf.Graph, context: TracingContext, source: CollectionSource, kinds: frozenset[str],
                updates: bool) -> None:
         discovery = analyse(graph)
+        if context.kind == BRANCH:
+            self._probe_read_branch(graph, discovery, context, source)
+            return
         compiled_step = None if updates else callers.compiled_step_call(graph, discovery.index.graph_def.library)
         fed = self._fed_step(graph, discovery, context, kinds) if compiled_step is None else None
         if compiled_step is not None or fed is not None:  # a caller: its rows time the call, no points inside it
@@ -120,22 +129,43 @@ class StepTransform:
             points = chosen.points
         if points is None or points.iteration_end is None:
             return
-        model = self._model_for(context, points.to_dict(), chosen.fallbacks, source)
-        clock, clock_note = process_clock()
-        probes = build_probes(graph, points, discovery.index, user_bp=chosen.user_bp, may_rewire=True, clock=clock,
-                              tables=model.tables)
-        if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
-            graph.control_outputs.append(probes.ring.write)
-        model.add_trace(probes.shape, probes.ring.row_width)
+        model = self._model_for(context.function_key, context.function_name, points.to_dict(), chosen.fallbacks, source)
+        probes = self._add_probes(graph, points, discovery, model, source, user_bp=chosen.user_bp)
         if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)
             CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
         if fed is not None:
             fed[1].fed_by(model)
+            with self._lock:
+                branch_reads = self._models.get(_reads_key(context.function_key))
+            if branch_reads is not None and branch_reads.source is source:
+                fed[1].fed_by(branch_reads)
         elif probes.shape.get_next_pairs == 0 and context.kind == FUNCTION and model.host_batches is None:
             model.host_batches = watch(context.caller)  # its batches are read before its calls
+
+    def _probe_read_branch(self, graph: tf.Graph, discovery: Discovery, context: TracingContext, source: CollectionSource) -> None:
+        """A branch that only reads: probed as a reader, whose rows are never iterations. They feed the step
+        its function calls, once that function's own trace (the last, around its loop) links them."""
+        points = callers.read_points(graph, discovery.index, context.function_name)
+        if points is None:
+            return
+        model = self._model_for(_reads_key(context.function_key), context.function_name, points.to_dict(), {}, source)
+        if model.feeds is None:
+            model.reads_in_loop = True
+            model.feeds = FedBatches(reason="")  # until linked, its reads go nowhere (bounded queues)
+        self._add_probes(graph, points, discovery, model, source, user_bp=False)
+
+    def _add_probes(self, graph: tf.Graph, points: TracePoints, discovery: Discovery, model: FunctionModel,
+                    source: CollectionSource, user_bp: bool) -> GraphProbes:
+        clock, clock_note = process_clock()
+        probes = build_probes(graph, points, discovery.index, user_bp=user_bp, may_rewire=True, clock=clock,
+                              tables=model.tables)
+        if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
+            graph.control_outputs.append(probes.ring.write)
+        model.add_trace(probes.shape, probes.ring.row_width)
         for note in (clock_note, *points.warnings, *probes.notes):
             if note:
                 source.note(note)
+        return probes
 
     def _fed_step(self, graph: tf.Graph, discovery: Discovery, context: TracingContext,
                   kinds: frozenset[str]) -> tuple[tf.Operation, FunctionModel] | None:
@@ -148,19 +178,24 @@ class StepTransform:
         found = callers.fed_step_call(graph, discovery.index, readless) if readless else None
         return (found[0], readless[found[1]]) if found else None
 
-    def _model_for(self, context: TracingContext, trace_points: dict, fallbacks: dict, source: CollectionSource) -> FunctionModel:
+    def _model_for(self, key: str, name: str, trace_points: dict, fallbacks: dict, source: CollectionSource) -> FunctionModel:
         with self._lock:
-            model = self._models.get(context.function_key)
+            model = self._models.get(key)
             if model is None or model.source is not source:
                 model = FunctionModel(
-                    key=context.function_key, name=context.function_name, tables=f"npu_tf_profiling_{uuid.uuid4().hex}",
+                    key=key, name=name, tables=f"npu_tf_profiling_{uuid.uuid4().hex}",
                     trace_points=trace_points, fallbacks=dict(fallbacks), source=source,
                 )
-                self._models[context.function_key] = model
+                self._models[key] = model
                 for option, record in fallbacks.items():
                     source.note(fallback_note(option, record))
                 read_in_the_background(model)
             return model
+
+
+def _reads_key(function_key: str) -> str:
+    """The model key of the reading branches traced inside `function_key`'s function."""
+    return f"{function_key}/branch reads"
 
 
 def _steps_are_called(discovery: Discovery) -> bool:
