@@ -20,7 +20,7 @@ from typing import Optional
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.cluster.analysis import ClusterAnalysis, analyze_cluster
-from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, find_prof_dirs_below
+from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, require_prof_dirs_below
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 from npu_tf_profiling.reports.task.files import device_task_table
@@ -53,10 +53,7 @@ class ViewInput:
 def find_input(path: Path | str) -> ViewInput:
     """Find and read everything PATH holds; raises ``BadInputError`` (exit 2) / ``NothingFoundError`` (exit 3)."""
     root = Path(path)
-    prof_dirs = find_prof_dirs_below(root)
-    if not prof_dirs:
-        raise NothingFoundError(f"{root}: not a {layout.PROF_DIR_PREFIX}* folder, and holds none (expected "
-                                f"{layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/{layout.DEVICE_DIR_PREFIX}<id>/ with a step trace)")
+    prof_dirs = require_prof_dirs_below(root)
     found = ViewInput(root=root, prof_dirs=prof_dirs, loaded=[])
     for prof_dir in prof_dirs:
         try:
