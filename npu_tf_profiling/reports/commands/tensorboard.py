@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from npu_tf_profiling.reports.cluster.data import require_prof_dirs_below
-from npu_tf_profiling.reports.commands.common import warnings_to
-from npu_tf_profiling.reports.errors import ReportError
+from npu_tf_profiling.reports.commands.common import run_guarded
 from npu_tf_profiling.reports.tensorboard_events import write_tensorboard
 
 PROG = "npu-tf-prof tensorboard"
@@ -28,16 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with warnings_to(PROG, sys.stderr):
-        try:
-            runs = write_tensorboard(require_prof_dirs_below(args.path), args.logdir)
-        except ReportError as exc:
-            sys.stderr.write(f"{PROG}: error: {exc}\n")
-            return exc.exit_code
-        except OSError as exc:
-            sys.stderr.write(f"{PROG}: error: {exc}\n")
-            return EXIT_BAD_INPUT
-    for written in runs:
+    code, runs = run_guarded(PROG, lambda: write_tensorboard(require_prof_dirs_below(args.path), args.logdir))
+    for written in runs or []:
         sys.stdout.write(f"{written.path}\n")
-    sys.stderr.write(f"{PROG}: {len(runs)} run(s); open them with: tensorboard --logdir {args.logdir}\n")
-    return EXIT_OK
+    if runs:
+        sys.stderr.write(f"{PROG}: {len(runs)} run(s); open them with: tensorboard --logdir {args.logdir}\n")
+    return code

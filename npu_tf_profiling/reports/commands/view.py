@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-from npu_tf_profiling.reports.commands.common import warnings_to
-from npu_tf_profiling.reports.errors import ReportError
+from npu_tf_profiling.reports.commands.common import run_guarded
 
 PROG = "npu-tf-prof view"
 
@@ -29,14 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from npu_tf_profiling.reports.view.build import write_view
 
-    with warnings_to(PROG, sys.stderr):
-        try:
-            path = write_view(args.path, args.output)
-        except ReportError as exc:
-            sys.stderr.write(f"{PROG}: error: {exc}\n")
-            return exc.exit_code
-        except OSError as exc:
-            sys.stderr.write(f"{PROG}: error: {exc}\n")
-            return EXIT_BAD_INPUT
-    sys.stdout.write(f"{path}\n")
-    return EXIT_OK
+    code, path = run_guarded(PROG, lambda: write_view(args.path, args.output))
+    if path is not None:
+        sys.stdout.write(f"{path}\n")
+    return code
