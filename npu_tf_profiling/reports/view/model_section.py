@@ -93,10 +93,10 @@ def distribution_figure(dist: ph.Distribution, basis: str) -> dict[str, Any]:
     bar = {"type": "bar", "x": _rounded((edges[:-1] + edges[1:]) / 2), "y": dist.counts, "width": _rounded(np.diff(edges)),
            "marker": {"color": COLORS[ph.DATA_AUG]}, "name": "iterations", "hovertemplate": "%{x:.0f} µs: %{y} iterations<extra></extra>"}
     shapes, annotations = [], []
-    for p, value in dist.percentiles.items():
+    for row, (p, value) in enumerate(dist.percentiles.items()):
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value, "x1": value, "y0": 0, "y1": 1,
                        "line": {"color": "#d62728", "dash": "dash", "width": 1}})
-        annotations.append({"x": value, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+        annotations.append({"x": value, "y": 1 - 0.08 * row, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,  # staggered: close percentiles stay readable
                             "text": f"p{p} {value:,.0f} {US}", "font": {"size": 11, "color": "#d62728"}})
     title = f"Iteration Time distribution ({dist.iterations:,} {basis})"
     return {"data": [bar], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": f"Iteration Time ({US})"}},
@@ -110,7 +110,7 @@ def add_slowest(page: Page, slow: list[ph.SlowIteration], basis: str) -> None:
     page.paragraph(f"The {len(slow)} slowest {basis}; 'dominated by' is the phase furthest above its median.")
     rows = []
     for it in slow:
-        dominant = st.NA if it.dominant is None else f"{it.dominant} (+{it.excess_us:,.0f} {US})"
+        dominant = "no phase above its median" if it.dominant is None else f"{it.dominant} (+{it.excess_us:,.0f} {US})"
         rows.append([it.iteration_id, f"{it.iteration_time_us:,.0f}"]
                     + [st.NA if it.phases[n] is None else f"{it.phases[n]:,.0f}" for n in names] + [dominant])
     header = ["Iteration ID", f"Iteration Time ({US})"] + [f"{n} ({US})" for n in names] + ["dominated by"]

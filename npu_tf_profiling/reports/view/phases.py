@@ -180,7 +180,7 @@ class SlowIteration:
     iteration_id: int
     iteration_time_us: float
     phases: dict[str, Optional[float]]
-    dominant: Optional[str]  # the phase longest above its median
+    dominant: Optional[str]  # the phase furthest above its median (None: none is above it)
     excess_us: Optional[float]
 
 
@@ -199,6 +199,8 @@ def slowest(iteration_ids: np.ndarray, values: dict[str, np.ndarray], limit: int
         phases = {name: (None if np.isnan(values[name][i]) else float(values[name][i])) for name in names}
         excess = {name: phases[name] - medians[name] for name in names if phases[name] is not None}
         dominant = max(excess, key=excess.get) if excess else None
+        if dominant is not None and excess[dominant] <= 0:  # nothing above its median: an ordinary iteration
+            dominant = None
         out.append(SlowIteration(int(iteration_ids[i]), float(it_time[i]), phases, dominant,
                                  None if dominant is None else excess[dominant]))
     return out
