@@ -214,3 +214,21 @@ def test_view_and_tensorboard_never_import_tensorflow(tmp_path) -> None:
         cwd=tmp_path,
     )
     assert os.path.isdir(tmp_path / "tb" / "rank_0_model_1")
+
+
+def test_a_hostile_op_name_is_text_on_the_page(tmp_path) -> None:
+    """An op named like markup is shown as text: it can neither end plotly's script nor add one."""
+    from dataclasses import replace
+
+    from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir
+
+    hostile = '</script><script>alert("x")</script><b>bold</b>'
+    ops = layered_ops(6)
+    ops[0] = replace(ops[0], name=hostile, dur_ns=90_000)  # the longest op: first in the top-ops chart
+    run = write_synthetic_prof_dir(tmp_path, 20, ops, traced=range(11, 14))
+    out = tmp_path / "page.html"
+    assert main(["view", str(run.prof_dir), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert hostile not in page and "<b>bold" not in page
+    assert page.count("&lt;\\u002fscript&gt;&lt;script&gt;alert(&quot;x&quot;)") == 2  # escaped: the bar's label and hover
+    assert "Top 6 ops by total time: device 0, Model ID 1 (3 task-traced iteration(s))" in page
