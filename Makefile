@@ -33,8 +33,11 @@ $(MSPROF_STAMP): constraints-msprof.txt
 
 msprof-analyze: $(MSPROF_STAMP)
 
+# Ends by printing the path of the run's charts page (npu-tf-prof view on the newest PROF folder).
 demo: install
 	$(VPY) samples/estimator_profiling.py
+	@echo "== charts of this run (one offline HTML page; open it in any browser):"
+	@$(VPY) -m npu_tf_profiling view "$$(ls -td demo_output/PROF_* | head -1)"
 
 test: install $(MSPROF_STAMP)
 	$(VPY) -m pytest -q $(PYTEST_ARGS) tests

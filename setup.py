@@ -33,6 +33,9 @@ setup(
     python_requires=">=3.9",
     packages=find_packages(include=["npu_tf_profiling", "npu_tf_profiling.*"]),
     install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20"],
+    # Optional: `npu-tf-prof view` draws with plotly; `npu-tf-prof tensorboard` (and the "tensorboard" option)
+    # write event files with TensorBoard's own record writer and protobufs. A TensorFlow install already has tensorboard.
+    extras_require={"view": ["plotly>=5.0"], "tensorboard": ["tensorboard>=2.4"]},
     cmdclass={"build_py": BuildPyWithStartupHook},
     entry_points={"console_scripts": ["npu-tf-prof=npu_tf_profiling.cli:main"]},
 )

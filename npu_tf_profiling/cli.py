@@ -29,6 +29,8 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "npu_tf_profiling.reports.commands.report",
     "summary": "npu_tf_profiling.reports.commands.summary",
     "cluster": "npu_tf_profiling.reports.commands.cluster",
+    "view": "npu_tf_profiling.reports.commands.view",
+    "tensorboard": "npu_tf_profiling.reports.commands.tensorboard",
     "run": "npu_tf_profiling.bridge.launcher",
 }
 
@@ -37,6 +39,8 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "report": "(re)build step_trace CSV/JSON reports from a PROF_* folder's raw data",
     "summary": "print a short summary of a PROF_* folder (where the iteration time goes)",
     "cluster": "merge every rank of a multi-worker run: cluster step trace, slow ranks, one timeline",
+    "view": "write one offline HTML page of charts (phases, distribution, slowest iterations, top ops, ranks)",
+    "tensorboard": "write the step phases as TensorBoard scalars (one run per model and rank): --logdir DIR",
     "run": "run an unmodified Ascend (npu_bridge) script on CPU/GPU TensorFlow: npu-tf-prof run [--tf1] SCRIPT [ARGS...]",
 }
 

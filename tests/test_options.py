@@ -46,6 +46,8 @@ TABLE: dict[str, tuple[list, list]] = {
     "start_step": ([1, 7], [0, -1, "3", 2.5, True, None]),
     "stop_step": ([1, 7], [0, -2, "x", False]),
     "apply_to": (["task_trace", "all"], ["training_trace", "ALL", "", 1]),
+    # absolute paths only here: a relative one is made absolute (test_view.py checks that)
+    "tensorboard": (["/tmp/tb", "/tmp/logs/run 1"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/\x7f"]),
 }
 
 

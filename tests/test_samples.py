@@ -19,11 +19,42 @@ def _run(command: list[str], tmp_path: Path, **env: str) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("script,steps", [("estimator_profiling.py", 8), ("sess_run_profiling.py", 6)])
-def test_python_samples(tmp_path, script, steps) -> None:
+def _sample(script: str, steps: int, tmp_path: Path) -> str:
     out = _run([sys.executable, str(SAMPLES / script), "--steps", str(steps), "--output", str(tmp_path / "prof")], tmp_path)
     assert "first rows of step_trace_" in out and f"({steps} iterations)" in out
     assert "input-bound" in out  # the summary's verdict line
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    """`make demo`'s sample (fewer steps), run once: its output folder."""
+    tmp_path = tmp_path_factory.mktemp("demo")
+    _sample("estimator_profiling.py", 8, tmp_path)
+    return tmp_path / "prof"
+
+
+def test_estimator_sample(demo_run) -> None:
+    assert len(list(demo_run.glob("PROF_*"))) == 1
+
+
+def test_sess_run_sample(tmp_path) -> None:
+    _sample("sess_run_profiling.py", 6, tmp_path)
+
+
+def test_demo_view_opens_in_a_browser(demo_run, capsys) -> None:
+    """What `make demo` ends with: the run's page, opened in headless Chromium."""
+    from npu_tf_profiling.cli import main
+    from tests.browser import open_page
+    from tests.test_view_browser import assert_drawn
+
+    prof = next(demo_run.glob("PROF_*"))
+    assert main(["view", str(prof)]) == 0
+    page = Path(capsys.readouterr().out.strip())
+    assert page == prof / "mindstudio_profiler_output" / "view.html"
+    opened = open_page(page)
+    assert_drawn(opened, charts=2)  # one model: its phases and its distribution
+    assert "Device 0, Model ID 1: 8 iterations" in opened.dom
 
 
 def test_env_sample_profiles_an_unmodified_script(tmp_path) -> None:

@@ -10,6 +10,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from npu_tf_profiling.config import output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
 from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
@@ -100,6 +101,12 @@ def path_text(key: str, value: Any) -> str:
     return value
 
 
+def log_folder(key: str, value: Any) -> str:
+    """A folder path, made absolute now (against the working directory, as ``output`` is), so the reports
+    written later, at session close or by ``npu-tf-prof report`` in another folder, find the same place."""
+    return str(output_folder.absolute_output(path_text(key, value), key=key))
+
+
 def storage_limit(key: str, value: Any) -> str:
     match = _STORAGE_LIMIT.match(value) if isinstance(value, str) else None
     low, high = STORAGE_LIMIT_MB
@@ -153,6 +160,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("start_step", validate_step, True, "ours: MindSpore-style window start (1-based iteration, inclusive)"),
     OptionSpec("stop_step", validate_step, True, "ours: MindSpore-style window stop (1-based iteration, inclusive)"),
     OptionSpec("apply_to", choice(*APPLY_TO_VALUES), True, "ours: what the window limits: task_trace (default) or all"),
+    OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

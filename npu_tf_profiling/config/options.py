@@ -68,6 +68,8 @@ class ProfilingOptions:
     start_step: int | None = None
     stop_step: int | None = None
     apply_to: str | None = None
+    # Ours: a TensorBoard logdir the reports also write the step phases into (absolute once validated).
+    tensorboard: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 

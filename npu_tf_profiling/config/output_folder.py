@@ -20,12 +20,15 @@ from npu_tf_profiling.raw_format import own_files
 KEY = "output"
 
 
-def _error(path: Path | str, problem: str) -> ProfilingOptionsError:
-    return ProfilingOptionsError(f"option '{KEY}': {str(path)!r} {problem}")
+def _error(path: Path | str, problem: str, key: str = KEY) -> ProfilingOptionsError:
+    return ProfilingOptionsError(f"option '{key}': {str(path)!r} {problem}")
 
 
-def absolute_output(raw: str, cwd: str | os.PathLike[str] | None = None) -> Path:
-    """``raw`` with ``~`` / ``~user`` expanded, made absolute against ``cwd`` and normalised."""
+def absolute_output(raw: str, cwd: str | os.PathLike[str] | None = None, key: str = KEY) -> Path:
+    """``raw`` with ``~`` / ``~user`` expanded, made absolute against ``cwd`` and normalised.
+
+    ``key`` names the option in errors (``output``, or ``tensorboard``, whose folder is made absolute the same way).
+    """
     path = Path(raw)
     if raw.startswith("~"):
         try:
@@ -33,7 +36,7 @@ def absolute_output(raw: str, cwd: str | os.PathLike[str] | None = None) -> Path
         except RuntimeError:
             user = raw[1:].split("/", 1)[0]
             who = f"no user {user!r}" if user else "no home folder (HOME is unset)"
-            raise _error(raw, f"cannot be expanded: there is {who} to expand {raw.split('/', 1)[0]!r} to") from None
+            raise _error(raw, f"cannot be expanded: there is {who} to expand {raw.split('/', 1)[0]!r} to", key) from None
     if not path.is_absolute():
         path = Path(cwd if cwd is not None else os.getcwd()) / path
     return Path(os.path.normpath(path))

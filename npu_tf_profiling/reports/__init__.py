@@ -14,10 +14,14 @@ One sub-package per kind of data, one module per job in each:
 * ``cluster/``: ``data`` (every rank of a job), ``step_table`` (msprof-analyze's
   cluster step trace), ``slow_rank/`` (one analyzer per question, the verdict),
   ``timeline`` (all ranks on one clock), ``analysis`` (writing the files);
-* ``commands/``: the ``report``, ``summary`` and ``cluster`` sub-commands;
+* ``view/``: ``npu-tf-prof view``'s offline charts page (plotly, an optional
+  dependency, loaded only there);
+* ``commands/``: the ``report``, ``summary``, ``cluster``, ``view`` and
+  ``tensorboard`` sub-commands;
 * flat: ``prof_dir`` (finding and loading PROF folders), ``writer`` (all the
-  reports of one PROF folder), ``chrome_trace`` (trace-format helpers),
-  ``errors``.
+  reports of one PROF folder), ``tensorboard_events`` (the step phases as
+  TensorBoard scalars, with tensorboard's protobufs: optional),
+  ``chrome_trace`` (trace-format helpers), ``errors``.
 
 The format of every file is in ``docs/output_format.md``.
 Heavy imports are avoided here on purpose: ``import npu_tf_profiling.reports``

@@ -10,7 +10,7 @@ from __future__ import annotations
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_FOUND
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 
-__all__ = ["BadInputError", "NothingFoundError", "RawDataWarning", "ReportError"]
+__all__ = ["BadInputError", "MissingDependencyError", "NothingFoundError", "RawDataWarning", "ReportError"]
 
 
 class ReportError(Exception):
@@ -29,3 +29,13 @@ class NothingFoundError(ReportError):
     """The folder is a PROF_* folder but holds no iteration records."""
 
     exit_code = EXIT_NOT_FOUND
+
+
+class MissingDependencyError(ReportError):
+    """An optional package a command draws or writes with (plotly, tensorboard) is not installed.
+
+    Exit code 2, as for a bad command: the message names the package and the
+    pip line that installs it.
+    """
+
+    exit_code = EXIT_BAD_INPUT

@@ -2,7 +2,8 @@
 
 ``write_all_reports`` also writes the task files when the folder has
 task_trace data (``task_reports``): task_time/op_summary/op_statistic CSVs
-and the msprof timeline(s).
+and the msprof timeline(s); and, with the ``"tensorboard"`` option, the
+step phases as TensorBoard scalars.
 
 One CSV and one JSON per PROF folder, holding every device of it (rows carry
 ``Device_id``; the timeline has one process per device). Files are written to
@@ -80,7 +81,9 @@ def write_all_reports(
     (or ``msprof_<ts>_1.json``, ``_2``... when larger than
     ``timeline_budget_bytes``, default 200 MiB); and, beside the PROF folder,
     each rank's msprof-analyze / MindStudio Insight folder (``reports.msprof``,
-    ``docs/msprof_layout.md``; in ``.layout_folders``). Returns the paths, with
+    ``docs/msprof_layout.md``; in ``.layout_folders``); and with the
+    ``"tensorboard"`` option, the step phases as TensorBoard scalars in that
+    logdir (``reports.tensorboard_events``). Returns the paths, with
     ``.notes`` to print. Raises ``NothingFoundError`` when the folder has
     neither training_trace records nor task data, ``BadInputError`` as
     ``load_prof_dir`` does; torn/corrupt raw data is skipped with a
@@ -108,7 +111,31 @@ def write_all_reports(
         out.notes.extend(task_reports.untraced_notes(data))
     if data is not None:
         out.layout_folders = _write_msprof_layouts(data)
+        _write_tensorboard_runs(data, out)
     return out
+
+
+def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
+    """The ``"tensorboard": DIR`` option: the step phases as TensorBoard scalars (``reports.tensorboard_events``).
+
+    The logdir is the one info.json's options hold (absolute since validation;
+    a PROF folder is one process, so its devices share it). Like the msprof
+    layout, a failure is a warning: the other reports are written already.
+    """
+    logdirs = [d.info["options"].get("tensorboard") for d in data.devices
+               if isinstance(d.info.get("options"), dict) and isinstance(d.info["options"].get("tensorboard"), str)]
+    if not logdirs:
+        return
+    from npu_tf_profiling.reports.tensorboard_events import write_runs
+
+    try:
+        runs = write_runs(data, Path(logdirs[0]))
+    except Exception as exc:  # noqa: BLE001 - the scalars never cost the user their reports
+        warnings.warn(f"{data.prof_dir}: TensorBoard scalars not written to {logdirs[0]}: {exc}", RuntimeWarning, stacklevel=3)
+        return
+    out.extend(run.path for run in runs)
+    out.notes.append(f"TensorBoard: {len(runs)} run(s) of step phases in {logdirs[0]} ({', '.join(r.run for r in runs)}); "
+                     f"open with: tensorboard --logdir {logdirs[0]}")
 
 
 def _write_msprof_layouts(data: ProfData) -> list[Path]:

@@ -141,6 +141,18 @@ def find_prof_dirs_below(root: Path | str) -> list[Path]:
     return sorted(found)
 
 
+def require_prof_dirs_below(root: Path | str) -> list[Path]:
+    """``find_prof_dirs_below``, raising ``NothingFoundError`` (exit 3) when ``root`` holds no PROF folder.
+
+    For the commands that take a run or a whole job (``view``, ``tensorboard``).
+    """
+    found = find_prof_dirs_below(root)
+    if not found:
+        raise NothingFoundError(f"{root}: not a {layout.PROF_DIR_PREFIX}* folder, and holds none (expected "
+                                f"{layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/{layout.DEVICE_DIR_PREFIX}<id>/ with a step trace)")
+    return found
+
+
 def load_cluster(root: Path | str) -> ClusterData:
     """Read every rank under ``root`` and build the cluster's step-trace table.
 

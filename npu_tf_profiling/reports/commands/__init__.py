@@ -1,1 +1,1 @@
-"""The CLI sub-commands of the reports room: `report`, `summary`, `cluster`."""
+"""The CLI sub-commands of the reports room: `report`, `summary`, `cluster`, `view`, `tensorboard`."""

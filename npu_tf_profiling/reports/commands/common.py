@@ -10,7 +10,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, TextIO, TypeVar
+from typing import Callable, Iterator, Optional, TextIO, TypeVar
 
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_FOUND, EXIT_OK
 from npu_tf_profiling.reports.errors import NothingFoundError, ReportError
@@ -28,6 +28,23 @@ def warnings_to(prog: str, stream: TextIO) -> Iterator[None]:
         finally:
             for w in caught:
                 stream.write(f"{prog}: warning: {w.message}\n")
+
+
+def run_guarded(prog: str, work: Callable[[], T]) -> tuple[int, Optional[T]]:
+    """Run ``work`` once (a command over a whole job: ``view``, ``tensorboard``); return (exit code, result).
+
+    Warnings are printed as lines; a ``ReportError`` or ``OSError`` becomes one
+    ``<prog>: error:`` line and its exit code (2 for an ``OSError``), with no result.
+    """
+    with warnings_to(prog, sys.stderr):
+        try:
+            return EXIT_OK, work()
+        except ReportError as exc:
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+            return exc.exit_code, None
+        except OSError as exc:
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+            return EXIT_BAD_INPUT, None
 
 
 def for_each_prof_dir(prog: str, path: str, work: Callable[[Path], T]) -> tuple[int, list[T]]:

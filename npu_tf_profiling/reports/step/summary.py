@@ -90,6 +90,20 @@ class ModelSummary:
     bp_measured: bool = True
     point_notes: list[str] = field(default_factory=list)
 
+    def render_lines(self) -> list[str]:
+        """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
+        basis = "steady iterations" if self.basis == BASIS_STEADY else "all iterations (none steady)"
+        lines = [f"Iteration Time over {self.basis_iterations} {basis}: "
+                 f"median {_us(self.median_iteration_time_us)}, mean {_us(self.mean_iteration_time_us)}"]
+        note = _task_trace_note(self)
+        if note:
+            lines.append(f"({note})")
+        lines.append("  ".join(f"{name} {_pct(self.shares.get(name))}" for name in SHARE_NAMES))
+        measure = f" ({self.input_measure})" if self.input_measure else ""
+        lines.append(f"Input: {_pct(self.input_share)} of step time{measure} -> {self.verdict}")
+        lines.extend(f"Note: {note}" for note in self.point_notes)
+        return lines
+
 
 @dataclass
 class ProfSummary:
@@ -107,20 +121,9 @@ class ProfSummary:
         if self.skipped_lines:
             lines.append(f"  ({self.skipped_lines} unreadable raw line(s) skipped)")
         for m in self.models:
-            ids = f"Iteration ID {m.first_iteration_id}..{m.last_iteration_id}"
-            lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations ({ids})")
-            basis = "steady iterations" if m.basis == BASIS_STEADY else "all iterations (none steady)"
-            lines.append(
-                f"    Iteration Time over {m.basis_iterations} {basis}: "
-                f"median {_us(m.median_iteration_time_us)}, mean {_us(m.mean_iteration_time_us)}"
-            )
-            note = _task_trace_note(m)
-            if note:
-                lines.append(f"    ({note})")
-            lines.append("    " + "  ".join(f"{name} {_pct(m.shares.get(name))}" for name in SHARE_NAMES))
-            measure = f" ({m.input_measure})" if m.input_measure else ""
-            lines.append(f"    Input: {_pct(m.input_share)} of step time{measure} -> {m.verdict}")
-            lines.extend(f"    Note: {note}" for note in m.point_notes)
+            lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations "
+                         f"(Iteration ID {m.first_iteration_id}..{m.last_iteration_id})")
+            lines.extend("    " + line for line in m.render_lines())
         return "\n".join(lines) + "\n"
 
 
@@ -155,26 +158,41 @@ def _stat(value: Any) -> Optional[float]:
     return None if value is None or pd.isna(value) else float(value)
 
 
+def annotated_frame(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None) -> pd.DataFrame:
+    """The table's rows with what the statistics select on: ``_has_previous``, ``_reduce`` (summed
+    Reduce Duration), ``_traced`` and ``_disturbed`` (``ProfData.task_traced``; all False when None)."""
+    traced, disturbed = task_traced if task_traced is not None else (np.zeros(len(table), bool), np.zeros(len(table), bool))
+    return table.frame.assign(
+        _has_previous=table.has_previous.to_numpy(), _reduce=table.total_reduce().to_numpy(),
+        _traced=traced, _disturbed=disturbed,
+    )
+
+
+def basis_rows(rows: pd.DataFrame) -> tuple[str, pd.DataFrame, bool]:
+    """The iterations one model's statistics use (rows of ``annotated_frame``): (basis, rows, task-traced included).
+
+    Timed, undisturbed, steady iterations; without a steady one, every timed
+    undisturbed one; when task_trace disturbed every timed iteration, those.
+    """
+    timed = rows[rows[st.ITERATION_TIME].notna()]
+    undisturbed = timed[~timed["_disturbed"]]
+    included = undisturbed.empty and not timed.empty
+    if not included:
+        timed = undisturbed
+    steady = timed[timed["_has_previous"]]
+    return (BASIS_STEADY, steady, included) if not steady.empty else (BASIS_ALL, timed, included)
+
+
 def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None) -> list[ModelSummary]:
     """One ``ModelSummary`` per (device, model) of a step-trace table.
 
     ``task_traced``: per row, (task-traced, disturbed by task_trace), as
     ``ProfData.task_traced`` gives; the disturbed rows are left out.
     """
-    traced, disturbed = task_traced if task_traced is not None else (np.zeros(len(table), bool), np.zeros(len(table), bool))
-    frame = table.frame.assign(
-        _has_previous=table.has_previous.to_numpy(), _reduce=table.total_reduce().to_numpy(),
-        _traced=traced, _disturbed=disturbed,
-    )
+    frame = annotated_frame(table, task_traced)
     out: list[ModelSummary] = []
     for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
-        timed = rows[rows[st.ITERATION_TIME].notna()]
-        undisturbed = timed[~timed["_disturbed"]]
-        included = undisturbed.empty and not timed.empty
-        if not included:
-            timed = undisturbed
-        steady = timed[timed["_has_previous"]]
-        basis, used = (BASIS_STEADY, steady) if not steady.empty else (BASIS_ALL, timed)
+        basis, used, included = basis_rows(rows)
         it_time = used[st.ITERATION_TIME].astype("float64")
         shares = {
             SHARE_DATA_AUG: _share(used[st.DATA_AUG_BOUND], used[st.ITERATION_TIME]),

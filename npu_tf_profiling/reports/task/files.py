@@ -98,6 +98,20 @@ def _iteration_times(table: st.StepTraceTable, device_id: int) -> pd.DataFrame:
     return out
 
 
+def device_task_table(device: raw_mod.DeviceRaw, step_table: st.StepTraceTable) -> Optional[TaskTable]:
+    """One device's task table, its iterations timed by the step trace; None without task_trace.bin.
+
+    The task files and the view (its top-ops chart) read tasks this one way,
+    so their numbers agree. Raises ``BadInputError`` for an unreadable file.
+    """
+    try:
+        return load_device_tasks(
+            device.device_dir, device.device_id, device.info, device.trace, _iteration_times(step_table, device.device_id)
+        )
+    except OSError as exc:
+        raise BadInputError(f"{device.device_dir}: cannot read {layout.TASK_TRACE_FILE}: {exc}") from exc
+
+
 def _device_note(table: TaskTable) -> str:
     n_iter = int((table.iterations["n_tasks"] > 0).sum())
     parts = [f"device {table.device_id}: {len(table)} tasks in {n_iter} traced iteration(s)"]
@@ -151,12 +165,7 @@ def write_task_files(
         timings["timeline"] += time.perf_counter() - clock
         for device in devices:
             clock = time.perf_counter()
-            try:
-                table = load_device_tasks(
-                    device.device_dir, device.device_id, device.info, device.trace, _iteration_times(step_table, device.device_id)
-                )
-            except OSError as exc:
-                raise BadInputError(f"{device.device_dir}: cannot read {layout.TASK_TRACE_FILE}: {exc}") from exc
+            table = device_task_table(device, step_table)
             timings["read"] += time.perf_counter() - clock
             if table is None:
                 continue

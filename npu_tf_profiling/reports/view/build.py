@@ -1,0 +1,111 @@
+"""What ``npu-tf-prof view PATH`` draws, and where the page goes.
+
+PATH is a PROF_* folder, an output folder holding PROF_* folders, or a cluster
+(one PROF_* per rank, also spread over per-host sub-folders, as
+``npu-tf-prof cluster`` finds them). The page has a cluster part when the
+folders hold two ranks or more, then one part per PROF folder (the first
+``MAX_DETAILED``; a note names the rest). Only raw data is read, through the
+reports' own readers, and only the page is written: one file, replaced whole
+(``raw_format.atomic``), by default ``view.html`` beside the reports:
+``PROF_*/mindstudio_profiler_output/`` for one PROF folder,
+``OUTPUT/npu_tf_prof_cluster/`` for several.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.reports.cluster.analysis import ClusterAnalysis, analyze_cluster
+from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, require_prof_dirs_below
+from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError
+from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
+from npu_tf_profiling.reports.task.files import device_task_table
+from npu_tf_profiling.reports.task.table import TaskTable
+from npu_tf_profiling.reports.view.cluster_section import add_cluster
+from npu_tf_profiling.reports.view.model_section import add_prof_dir
+from npu_tf_profiling.reports.view.page import Page, plotly_modules
+
+VIEW_NAME = "view.html"
+MAX_DETAILED = 8  # PROF folders drawn in full; a 64-rank job's page stays small (each rank's own page has the rest)
+
+
+@dataclass
+class ViewInput:
+    """What was found under PATH: the loaded PROF folders, the cluster analysis (two ranks or more), notes."""
+
+    root: Path
+    prof_dirs: list[Path]
+    loaded: list[ProfData]
+    cluster: Optional[ClusterAnalysis] = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def default_output(self) -> Path:
+        if len(self.prof_dirs) == 1:
+            return layout.report_dir(self.prof_dirs[0]) / VIEW_NAME
+        return self.root / CLUSTER_OUTPUT_DIR / VIEW_NAME
+
+
+def find_input(path: Path | str) -> ViewInput:
+    """Find and read everything PATH holds; raises ``BadInputError`` (exit 2) / ``NothingFoundError`` (exit 3)."""
+    root = Path(path)
+    prof_dirs = require_prof_dirs_below(root)
+    found = ViewInput(root=root, prof_dirs=prof_dirs, loaded=[])
+    for prof_dir in prof_dirs:
+        try:
+            found.loaded.append(load_prof_dir(prof_dir))
+        except NothingFoundError as exc:
+            found.notes.append(f"left out: {exc}")
+    if not found.loaded:
+        raise NothingFoundError(f"{root}: no step trace to draw (no iteration records in {len(prof_dirs)} "
+                                f"{layout.PROF_DIR_PREFIX}* folder(s): {'; '.join(found.notes)})")
+    ranks = {d.device_id for data in found.loaded for d in data.devices if d.trace is not None and not d.trace.frame.empty}
+    if len(ranks) > 1:
+        try:
+            found.cluster = analyze_cluster(root)
+        except BadInputError as exc:  # two jobs' folders claiming one rank: each folder is still drawn
+            found.notes.append(f"no cluster part: {exc}")
+    return found
+
+
+def build_page(found: ViewInput) -> Page:
+    """The page of ``found`` (raises ``MissingDependencyError`` without plotly)."""
+    plotly_modules()  # fail before reading tasks, with the install line
+    page = Page(title=f"npu-tf-prof view: {found.root.resolve().name or found.root}")
+    page.paragraph(f"{found.root.resolve()} · {time.strftime('%Y-%m-%d %H:%M:%S')} · all times in µs, "
+                   "as in step_trace_*.csv (docs/output_format.md)")
+    for note in found.notes:
+        page.paragraph(note, "note")
+    if found.cluster is not None:
+        add_cluster(page, found.cluster)
+    detailed = found.loaded[:MAX_DETAILED]
+    if len(found.loaded) > MAX_DETAILED:
+        rest = ", ".join(d.prof_dir.name for d in found.loaded[MAX_DETAILED:])
+        page.paragraph(f"{len(found.loaded)} PROF folders: the first {MAX_DETAILED} are drawn below; run "
+                       f"npu-tf-prof view on any of the others for its page ({rest})", "note")
+    for data in detailed:
+        add_prof_dir(page, data, _task_tables(data))
+    return page
+
+
+def _task_tables(data: ProfData) -> dict[int, TaskTable]:
+    """Device id -> its task table, for the devices of ``data`` that were task-traced."""
+    tables = {}
+    for device in data.devices:
+        table = device_task_table(device, data.table)
+        if table is not None and len(table):
+            tables[device.device_id] = table
+    return tables
+
+
+def write_view(path: Path | str, output: Path | str | None = None) -> Path:
+    """Build the page of ``path`` and write it (default: ``ViewInput.default_output``); returns where."""
+    found = find_input(path)
+    page = build_page(found)
+    target = Path(output) if output is not None else found.default_output
+    atomic_write_text(target, page.to_html())
+    return target

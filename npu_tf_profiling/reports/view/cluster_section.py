@@ -1,0 +1,79 @@
+"""The view's part for a cluster: ranks × steps heatmaps, the slow-rank verdict, per-rank phase medians.
+
+Input is ``cluster.analysis.analyze_cluster``'s result (nothing is written):
+the same rank table and verdict as ``npu-tf-prof cluster``. Medians use the
+summary's basis on each rank (steady iterations), less the steps task_trace
+disturbed on any rank, as the slow-rank tests do.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling.reports.cluster.analysis import ClusterAnalysis
+from npu_tf_profiling.reports.step import summary as sm
+from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.view import phases as ph
+from npu_tf_profiling.reports.view.model_section import US
+from npu_tf_profiling.reports.view.page import Page, text
+
+HEATMAP_METRICS = ((st.ITERATION_TIME, ph.ITERATION_TIME), (st.DATA_AUG_BOUND, ph.DATA_AUG))
+MEDIAN_PHASES = (ph.ITERATION_TIME, ph.GETNEXT, ph.DATA_AUG, ph.FP_BP, ph.REDUCE, ph.REFRESH)
+
+
+def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
+    data = analysis.data
+    page.heading(2, f"Cluster: {len(data.ranks)} ranks under {data.root}")
+    page.preformatted(analysis.report.verdict)
+    frame = sm.annotated_frame(data.table, (np.zeros(len(data.table), bool), _disturbed(data.table, data.task_traced_steps())))
+    for model_id, rows in frame.groupby(st.MODEL_ID, sort=True):
+        page.heading(3, f"Model ID {int(model_id)}: ranks × steps")
+        for column, label in HEATMAP_METRICS:
+            wide = rows.pivot_table(index=st.DEVICE_ID, columns=st.ITERATION_ID_COL, values=column, aggfunc="first")
+            binning = ph.Binning.for_length(wide.shape[1])
+            note = binning.note("steps")
+            if note:
+                page.paragraph(note, "note")
+            page.chart(heatmap_figure(wide, label, binning), height=max(220, 40 * len(wide) + 140))
+        page.chart(medians_figure(rows), height=380)
+
+
+def _disturbed(table: st.StepTraceTable, steps: frozenset[tuple[int, int]]) -> np.ndarray:
+    """Per row: its (model, step) was task-traced, or right after one, on some rank."""
+    keys = zip(table.frame[st.MODEL_ID].astype("int64").tolist(), table.frame[st.ITERATION_ID_COL].astype("int64").tolist())
+    return np.fromiter((key in steps for key in keys), dtype=bool, count=len(table))
+
+
+def heatmap_figure(wide: pd.DataFrame, label: str, binning: ph.Binning) -> dict[str, Any]:
+    """Ranks (rows) × steps (columns) of one metric; past ``phases.MAX_POINTS`` steps, bin means."""
+    values = wide.to_numpy(dtype="float64", na_value=np.nan)
+    steps = wide.columns.to_numpy(dtype="int64")
+    z = np.vstack([binning.mean(row) for row in values]) if len(values) else values
+    ranks = [f"rank {int(r)}" for r in wide.index]
+    trace = {"type": "heatmap", "z": np.round(z, 1), "x": binning.first(steps), "y": ranks, "colorscale": "Viridis",
+             "colorbar": {"title": {"text": US}}, "hovertemplate": "%{y}, step %{x}: %{z:,.0f} µs<extra></extra>"}
+    title = f"{label} per rank and step" + (f" (means of {binning.size} steps)" if binning.binned else "")
+    return {"data": [trace], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "Step (Iteration ID)"}},
+                                        "yaxis": {"autorange": "reversed"}}}
+
+
+def medians_figure(rows: pd.DataFrame) -> dict[str, Any]:
+    """Each phase's median per rank, ranks side by side."""
+    medians: dict[int, dict[str, float]] = {}
+    for rank, group in rows.groupby(st.DEVICE_ID, sort=True):
+        _, used, _ = sm.basis_rows(group)
+        values = ph.phase_values(used)
+        medians[int(rank)] = {name: _median(values[name]) for name in MEDIAN_PHASES}
+    shown = [name for name in MEDIAN_PHASES if any(not np.isnan(m[name]) for m in medians.values())]
+    data = [{"type": "bar", "name": f"rank {rank}", "x": [text(n) for n in shown], "y": [round(m[n], 1) for n in shown],
+             "hovertemplate": f"rank {rank}, " + "%{x}: %{y:,.0f} µs<extra></extra>"} for rank, m in medians.items()]
+    return {"data": data, "layout": {"title": {"text": "Median of each phase per rank (steady steps)"}, "barmode": "group",
+                                     "yaxis": {"title": {"text": US}}, "legend": {"orientation": "h", "y": -0.15}}}
+
+
+def _median(values: np.ndarray) -> float:
+    known = values[~np.isnan(values)]
+    return float(np.median(known)) if known.size else float("nan")
+

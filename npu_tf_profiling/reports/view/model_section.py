@@ -1,0 +1,122 @@
+"""The view's part for one PROF folder: per (device, model), the phases, the distribution, the slowest iterations.
+
+Numbers come from the readers the reports use (``prof_dir.load_prof_dir``,
+``step.summary``), so the page says what ``step_trace_*.csv`` and
+``npu-tf-prof summary`` say; the verdict and notes are the summary's own lines.
+Task-traced devices add their top ops (``task_section``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from npu_tf_profiling.reports.prof_dir import ProfData
+from npu_tf_profiling.reports.step import summary as sm
+from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.task.table import TaskTable
+from npu_tf_profiling.reports.view import phases as ph
+from npu_tf_profiling.reports.view.page import Page, text
+from npu_tf_profiling.reports.view.task_section import add_top_ops
+
+# One colour per phase on every chart of the page (plotly's default palette, fixed so a phase keeps its colour).
+COLORS = {
+    ph.GETNEXT: "#17becf", ph.DATA_AUG: "#1f77b4", f"{ph.DATA_AUG} (rest)": "#1f77b4", ph.FP_BP: "#ff7f0e",
+    f"{ph.FP_BP} (rest)": "#ff7f0e", ph.REDUCE: "#d62728", ph.REFRESH: "#2ca02c", f"{ph.REFRESH} (rest)": "#2ca02c",
+    ph.ITERATION_TIME: "#333333",
+}
+US = "µs"
+
+
+def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], heading: Optional[str] = None) -> None:
+    """Every (device, model) of ``data``; ``tasks``: device id -> its task table (task-traced devices only)."""
+    page.heading(2, heading or str(data.prof_dir))
+    summary = sm.summarize_prof_data(data)
+    if summary.skipped_lines:
+        page.paragraph(f"{summary.skipped_lines} unreadable raw line(s) skipped (torn or corrupt).", "note")
+    frame = sm.annotated_frame(data.table, data.task_traced)
+    by_key = {(m.device_id, m.model_id): m for m in summary.models}
+    for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
+        model = by_key[(int(device_id), int(model_id))]
+        add_model(page, model, rows)
+        table = tasks.get(int(device_id))
+        if table is not None:
+            add_top_ops(page, table, int(model_id))
+
+
+def add_model(page: Page, model: sm.ModelSummary, rows: Any) -> None:
+    """The charts and text of one model (``rows``: its ``summary.annotated_frame`` rows)."""
+    page.heading(3, f"Device {model.device_id}, Model ID {model.model_id}: {model.iterations:,} iterations "
+                    f"(Iteration ID {model.first_iteration_id}..{model.last_iteration_id})")
+    page.preformatted("\n".join(model.render_lines()))
+    values = ph.phase_values(rows)
+    ids = rows[st.ITERATION_ID_COL].astype("int64").to_numpy()
+    binning = ph.Binning.for_length(len(ids))
+    note = binning.note()
+    if note:
+        page.paragraph(note + " The 'slowest in bin' line is each bin's largest Iteration Time; the distribution, "
+                       "percentiles and slowest iterations below use every iteration.", "note")
+    page.chart(phases_figure(ids, values, binning))
+    _, used, _ = sm.basis_rows(rows)
+    basis = "steady iterations" if model.basis == sm.BASIS_STEADY else "all timed iterations"
+    dist = ph.distribution(ph.phase_values(used)[ph.ITERATION_TIME])
+    if dist is not None:
+        page.chart(distribution_figure(dist, basis), height=340)
+    slow = ph.slowest(used[st.ITERATION_ID_COL].astype("int64").to_numpy(), ph.phase_values(used))
+    if slow:
+        add_slowest(page, slow, basis)
+
+
+def phases_figure(ids: np.ndarray, values: dict[str, np.ndarray], binning: ph.Binning) -> dict[str, Any]:
+    """The phases stacked over Iteration ID, with the Iteration Time line on top."""
+    x = binning.first(ids)
+    data: list[dict[str, Any]] = []
+    for label, part in ph.segments(values).items():
+        data.append({
+            "type": "scatter", "mode": "lines", "name": text(label), "x": x, "y": _rounded(binning.mean(part)),
+            "stackgroup": "phases", "line": {"shape": "hv", "width": 0.5, "color": COLORS[label]},
+        })
+    data.append({"type": "scatter", "mode": "lines", "name": ph.ITERATION_TIME, "x": x,
+                 "y": _rounded(binning.mean(values[ph.ITERATION_TIME])), "line": {"shape": "hv", "width": 1, "color": COLORS[ph.ITERATION_TIME]}})
+    if binning.binned:
+        data.append({"type": "scatter", "mode": "lines", "name": "slowest in bin", "x": x,
+                     "y": _rounded(binning.max(values[ph.ITERATION_TIME])), "line": {"width": 1, "dash": "dot", "color": "#888"}})
+    title = "Phases of each iteration" + (f" (means of {binning.size} iterations)" if binning.binned else "")
+    return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "Iteration ID"}},
+                                     "yaxis": {"title": {"text": US}, "rangemode": "tozero"}, "hovermode": "x unified",
+                                     "legend": {"orientation": "h", "y": -0.2}}}
+
+
+def distribution_figure(dist: ph.Distribution, basis: str) -> dict[str, Any]:
+    """A histogram of Iteration Time with p50/p90/p99 marked."""
+    edges = np.asarray(dist.edges)
+    bar = {"type": "bar", "x": _rounded((edges[:-1] + edges[1:]) / 2), "y": dist.counts, "width": _rounded(np.diff(edges)),
+           "marker": {"color": COLORS[ph.DATA_AUG]}, "name": "iterations", "hovertemplate": "%{x:.0f} µs: %{y} iterations<extra></extra>"}
+    shapes, annotations = [], []
+    for row, (p, value) in enumerate(dist.percentiles.items()):
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": value, "x1": value, "y0": 0, "y1": 1,
+                       "line": {"color": "#d62728", "dash": "dash", "width": 1}})
+        annotations.append({"x": value, "y": 1 - 0.08 * row, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,  # staggered: close percentiles stay readable
+                            "text": f"p{p} {value:,.0f} {US}", "font": {"size": 11, "color": "#d62728"}})
+    title = f"Iteration Time distribution ({dist.iterations:,} {basis})"
+    return {"data": [bar], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": f"Iteration Time ({US})"}},
+                                      "yaxis": {"title": {"text": "iterations"}}, "shapes": shapes, "annotations": annotations,
+                                      "bargap": 0, "showlegend": False}}
+
+
+def add_slowest(page: Page, slow: list[ph.SlowIteration], basis: str) -> None:
+    """The slowest iterations, each with the phase that grew most over its median."""
+    names = list(slow[0].phases)
+    page.paragraph(f"The {len(slow)} slowest {basis}; 'dominated by' is the phase furthest above its median.")
+    rows = []
+    for it in slow:
+        dominant = "no phase above its median" if it.dominant is None else f"{it.dominant} (+{it.excess_us:,.0f} {US})"
+        rows.append([it.iteration_id, f"{it.iteration_time_us:,.0f}"]
+                    + [st.NA if it.phases[n] is None else f"{it.phases[n]:,.0f}" for n in names] + [dominant])
+    header = ["Iteration ID", f"Iteration Time ({US})"] + [f"{n} ({US})" for n in names] + ["dominated by"]
+    page.table(header, rows, text_columns=frozenset({len(header) - 1}))
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    """µs to 0.1 µs: the page carries no digits the clock does not have."""
+    return np.round(np.asarray(values, dtype="float64"), 1)
