@@ -16,6 +16,7 @@ import pytest
 
 from npu_tf_profiling import install_npu_bridge_alias
 from npu_tf_profiling.bridge.alias import COMPAT_ROOT
+from npu_tf_profiling.bridge.launch_context import LAUNCH_DEFAULTS
 
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
 
@@ -37,8 +38,9 @@ if __name__ == "__main__":
 
 
 def _environ(**extra: str) -> dict[str, str]:
+    """The test's environment, with the launch variables set (so `run` adds nothing and says nothing)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
-    environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    environ.update(LAUNCH_DEFAULTS, TF_CPP_MIN_LOG_LEVEL="2")
     environ.update(extra)
     return environ
 
