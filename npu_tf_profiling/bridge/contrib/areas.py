@@ -56,6 +56,9 @@ class Area:
             except ModuleNotFoundError:
                 raise ModuleNotFoundError(slim_hint(path.split(".")[2] if path.count(".") >= 2 else "slim"),
                                           name="tf_slim") from None
+            from npu_tf_profiling.bridge.contrib.slim_fit import fit_tf_slim
+
+            fit_tf_slim()
 
     def modules(self) -> list[ModuleType]:
         if not self._loaded and self.sources:
@@ -82,7 +85,7 @@ _LAYERS = Area(("tf_slim.layers",), deep="tf_slim.layers", needs_slim=True,  # l
                replacement="tf_slim.layers, or tf.compat.v1.layers / tf.keras.layers (feature columns: tf.feature_column)")
 _FRAMEWORK = Area((_OURS + "framework", "tf_slim.ops.variables"), deep="tf_slim.ops", needs_slim=True,
                   replacement="tf_slim (arg_scope, variables), tf.nest, tf.train.list_variables/load_checkpoint")
-_TRAINING = Area((_OURS + "training", "tf_slim.training"), deep="tf_slim.training",
+_TRAINING = Area((_OURS + "training", "tf_slim.training.evaluation", "tf_slim.training.training"), deep="tf_slim.training",
                  replacement=f"tf.train / tf.estimator; the training loops are tf_slim.training ({SLIM_INSTALL})")
 
 AREAS: dict[str, Area] = {
@@ -100,7 +103,7 @@ AREAS: dict[str, Area] = {
                                        replacement="tf_slim.metrics or tf.compat.v1.metrics"),
     "tensorflow.contrib.data": Area((_OURS + "data", _V1 + "data.experimental"),
                                     replacement="tf.data.experimental or tf.data.Dataset methods"),
-    "tensorflow.contrib.rnn": Area((_OURS + "rnn", _V1 + "nn.rnn_cell"),
+    "tensorflow.contrib.rnn": Area((_OURS + "rnn",),
                                    replacement="tf.nn.rnn_cell (LSTMCell, GRUCell, MultiRNNCell, DropoutWrapper) "
                                                "or tf.keras.layers.LSTM/GRU"),
     "tensorflow.contrib.image": Area((_OURS + "image",),

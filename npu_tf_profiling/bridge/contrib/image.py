@@ -19,7 +19,7 @@ def _batched(images: Any) -> tuple[tf.Tensor, int]:
     rank = images.shape.rank
     if rank not in (2, 3, 4):
         raise ValueError(f"tf.contrib.image: images must have rank 2 (HW), 3 (HWC) or 4 (NHWC), got rank {rank}")
-    return tf.reshape(images, tf.concat([tf.ones([4 - rank], tf.int32), tf.shape(images)], 0)) if rank < 4 else images, rank
+    return {2: images[None, :, :, None], 3: images[None], 4: images}[rank], rank
 
 
 def transform(images: Any, transforms: Any, interpolation: str = "NEAREST", output_shape: Any = None,

@@ -60,11 +60,14 @@ class ContribModule(ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         value = self._area.lookup(name)
-        if value is _MISSING:
+        if value is _MISSING or isinstance(value, ModuleType):
+            # A sub-module of ours wins over a source's module of that name (tf_slim.ops.variables.variables is
+            # TensorFlow's module; contrib's `framework.python.ops.variables` is tf_slim.ops.variables).
             try:
                 value = resolve(f"{self.__name__}.{name}")
             except ModuleNotFoundError as exc:
-                raise ContribRemovedError(str(exc)) from None
+                if value is _MISSING:
+                    raise ContribRemovedError(str(exc)) from None
         setattr(self, name, value)  # found once: later uses are plain attribute reads, and `is` holds
         return value
 

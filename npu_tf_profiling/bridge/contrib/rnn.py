@@ -1,4 +1,4 @@
-"""`tf.contrib.rnn` names that `tf.compat.v1.nn.rnn_cell` (the rest of the area) does not have.
+"""`tf.contrib.rnn`: `tf.compat.v1.nn.rnn_cell`'s cells, and the names TensorFlow 2 dropped.
 
 TensorFlow 1.15 exported the static RNN functions under contrib.rnn as well as
 tf.nn; `LSTMBlockCell` was a fused kernel computing LSTMCell's formula (gates
@@ -15,12 +15,18 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 tf1 = tf.compat.v1
+_cells = tf1.nn.rnn_cell  # the cells `tf.nn.rnn_cell` gives the script (Keras' legacy cells), so the two mix
+BasicLSTMCell, BasicRNNCell, GRUCell, LSTMCell, RNNCell = (_cells.BasicLSTMCell, _cells.BasicRNNCell, _cells.GRUCell,
+                                                        _cells.LSTMCell, _cells.RNNCell)
+DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper = (_cells.DeviceWrapper, _cells.DropoutWrapper,
+                                                                _cells.MultiRNNCell, _cells.ResidualWrapper)
+LSTMStateTuple = _cells.LSTMStateTuple
 static_rnn = tf1.nn.static_rnn
 static_bidirectional_rnn = tf1.nn.static_bidirectional_rnn
 static_state_saving_rnn = tf1.nn.static_state_saving_rnn
 
 
-class LSTMBlockCell(tf1.nn.rnn_cell.LSTMCell):
+class LSTMBlockCell(LSTMCell):
     """TensorFlow 1.15's `contrib.rnn.LSTMBlockCell(num_units, forget_bias=1.0, cell_clip=None, use_peephole=False)`."""
 
     def __init__(self, num_units: int, forget_bias: float = 1.0, cell_clip: float | None = None,
@@ -56,5 +62,6 @@ def stack_bidirectional_dynamic_rnn(cells_fw: Sequence[Any], cells_bw: Sequence[
     return layer_inputs, tuple(states_fw), tuple(states_bw)
 
 
-__all__ = ["LSTMBlockCell", "stack_bidirectional_dynamic_rnn", "static_rnn", "static_bidirectional_rnn",
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "GRUCell", "LSTMCell", "RNNCell", "DeviceWrapper", "DropoutWrapper",
+           "MultiRNNCell", "ResidualWrapper", "LSTMStateTuple", "LSTMBlockCell", "stack_bidirectional_dynamic_rnn", "static_rnn", "static_bidirectional_rnn",
            "static_state_saving_rnn"]
