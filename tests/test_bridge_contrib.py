@@ -61,13 +61,15 @@ def test_layers_initializers_regularizers_and_batch_norm_as_in_tf_1_15() -> None
         l2 = layers.l2_regularizer(0.1)(weights)  # 1.15: scale * sum(w^2) / 2
         l1 = layers.l1_regularizer(0.1)(weights)
         x = tf1.placeholder(tf.float32, [4, 3])
-        normed = layers.batch_norm(x, is_training=True, scale=True)
+        maps = tf.reshape(x, [4, 1, 1, 3])  # 4-D with UPDATE_OPS: tf_slim's BatchNormalization-layer path
+        normed = layers.batch_norm(maps, is_training=True, scale=True)
         updates = tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)
         init = tf1.get_variable("w", [64, 32], initializer=layers.xavier_initializer())
         normalized = layers.layer_norm(x)
     values = _run(graph, [l2, l1, normed, init, normalized], {x: np.arange(12, dtype=np.float32).reshape(4, 3)})
     assert values[0] == pytest.approx(0.1 * (1 + 4 + 9 + 0.25) / 2) and values[1] == pytest.approx(0.65)
     assert np.allclose(values[2].mean(axis=0), 0, atol=1e-5) and len(updates) == 2  # moving mean, moving variance
+    assert values[2].shape == (4, 1, 1, 3)
     assert np.abs(values[3]).max() <= math.sqrt(6 / (64 + 32)) + 1e-6  # glorot uniform's limit
     assert np.allclose(values[4].mean(axis=1), 0, atol=1e-5)
 
