@@ -29,8 +29,8 @@ def test_launch_defaults_fill_only_what_the_user_left_unset() -> None:
     environ: dict[str, str] = {"RANK_ID": "", "PATH": "/bin"}
     assert fill_launch_defaults(environ) == LAUNCH_DEFAULTS  # an empty value counts as unset
     assert environ == {"PATH": "/bin", **LAUNCH_DEFAULTS}
-    user = {"ASCEND_DEVICE_ID": "3", "JOB_ID": "7"}
-    assert fill_launch_defaults(user) == {"RANK_SIZE": "1", "RANK_ID": "0", "DEVICE_ID": "3"}  # the device follows
+    user = {"ASCEND_DEVICE_ID": "3", "JOB_ID": "7", "RANK_ID": "0 "}
+    assert fill_launch_defaults(user) == {"RANK_SIZE": "1", "DEVICE_ID": "3", "DEVICE_INDEX": "0"}  # the device follows
     assert user["JOB_ID"] == "7" and user["ASCEND_DEVICE_ID"] == "3"
     assert fill_launch_defaults(dict(LAUNCH_DEFAULTS)) == {}
 
@@ -77,7 +77,7 @@ import tensorflow as tf
 from tensorflow.contrib import data as contrib_data
 from tensorflow_core.python.framework import graph_util
 rank_size = int(os.environ["RANK_SIZE"])
-print(json.dumps({"env": {k: os.environ[k] for k in ("RANK_SIZE", "RANK_ID", "DEVICE_ID", "ASCEND_DEVICE_ID", "JOB_ID")},
+print(json.dumps({"env": {k: os.environ[k] for k in ("RANK_SIZE", "RANK_ID", "DEVICE_ID", "ASCEND_DEVICE_ID", "JOB_ID", "DEVICE_INDEX")},
                   "contrib_in_sys_modules": any(n.startswith("tensorflow.contrib") for n in sys.modules),
                   "freeze": callable(graph_util.convert_variables_to_constants),
                   "hparams": tf.contrib.training.HParams(lr=0.1).parse("lr=2").lr,
@@ -104,11 +104,11 @@ def test_tf1_without_tf_slim_says_how_to_get_it_and_the_launch_context_is_given(
                           capture_output=True, text=True, timeout=180)
     lines = done.stdout.strip().splitlines()
     assert json.loads(lines[0]) == {"env": {"RANK_SIZE": "1", "RANK_ID": "0", "DEVICE_ID": "2", "ASCEND_DEVICE_ID": "2",
-                                            "JOB_ID": "10087"},
+                                            "JOB_ID": "10087", "DEVICE_INDEX": "0"},
                                     "contrib_in_sys_modules": False, "freeze": True, "hparams": 2.0, "autotune": True}
     assert lines[1].startswith("tf.contrib.slim is served from the tf-slim package, which is not installed")
     assert "pip install 'npu_tf_profiling[tf1]'" in lines[1]
     assert done.returncode == 1
-    assert done.stderr.count("npu-tf-prof run: set RANK_SIZE=1 RANK_ID=0 ASCEND_DEVICE_ID=2 JOB_ID=10087") == 1
+    assert done.stderr.count("npu-tf-prof run: set RANK_SIZE=1 RANK_ID=0 ASCEND_DEVICE_ID=2 JOB_ID=10087 DEVICE_INDEX=0, as") == 1
     assert "ModuleNotFoundError: No module named 'model_helpers'" in done.stderr
     assert done.stderr.rstrip().splitlines()[-1].startswith(f"npu-tf-prof run: hint: 'model_helpers' is in {model}")

@@ -24,6 +24,7 @@ from types import ModuleType
 TF1_ONLY_MODULES: dict[str, str] = {
     "tensorflow.examples.tutorials.mnist.input_data": "npu_tf_profiling.bridge.mnist_input_data",
     "tensorflow.python.graph_util": "tensorflow._api.v2.compat.v1.graph_util",  # tf.compat.v1.graph_util
+    "tensorflow.python.data.experimental.ops.threadpool": "npu_tf_profiling.bridge.data_threadpool",
 }
 
 
