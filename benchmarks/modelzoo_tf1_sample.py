@@ -83,11 +83,14 @@ def sample(tree: Path, seed: int) -> list[Entry]:
     return sorted(chosen, key=lambda entry: entry.folder)
 
 
-def classify(entry: Entry, tree: Path, returncode: int, stderr: str) -> tuple[str, str]:
-    """The first failure's kind and a one-line detail, read from the script's traceback."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+def classify(entry: Entry, tree: Path, returncode: int, stdout: str, stderr: str) -> tuple[str, str]:
+    """The first failure's kind and a one-line detail, read from the script's traceback.
+
+    absl's `--help` exits with 1 after printing the flags: that is a pass.
+    """
+    lines = [line for line in stderr.strip().splitlines() if line.strip() and not line.startswith("npu-tf-prof run: hint")]
     last = lines[-1] if lines else ""
-    if returncode == 0:
+    if returncode == 0 or "Try --helpfull" in stdout + stderr:
         return "ok", ""
     missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", stderr)
     if "tf.contrib" in last or "tf-slim" in last:
@@ -111,7 +114,7 @@ def run(tree: Path, entries: list[Entry], launcher: str, timeout: float) -> list
         try:
             done = subprocess.run([launcher, "run", "--tf1", entry.script, "--help"], cwd=folder, env=environ,
                                   capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-            kind, detail = classify(entry, tree, done.returncode, done.stderr)
+            kind, detail = classify(entry, tree, done.returncode, done.stdout, done.stderr)
             outcomes.append(Outcome(entry, done.returncode, kind, detail))
         except subprocess.TimeoutExpired:
             outcomes.append(Outcome(entry, -1, "timeout", f"still running after {timeout:.0f} s (past its imports)"))

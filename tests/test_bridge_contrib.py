@@ -238,6 +238,10 @@ def test_tf_1_15_names_are_overlays_for_the_script_and_the_real_modules_stay_ten
     assert optimizers.get is real_optimizers.get and not hasattr(real_optimizers, "SGD")
     assert not hasattr(real_graph_util, "convert_variables_to_constants") and framework.graph_util is real_graph_util
     assert with_tf1_names(framework, ("dtypes",)) is framework  # nothing to add: the module itself
+    import tensorflow.python.keras.utils as keras_utils
+
+    with pytest.raises(NotImplementedError, match="MirroredStrategy"):
+        with_tf1_names(keras_utils, ("multi_gpu_model",)).multi_gpu_model(None, gpus=2)
     assert with_tf1_names(framework, ("ops",)).ops.Tensor is tf.Tensor  # moved in TensorFlow 2.14
     graph = tf.Graph()
     with graph.as_default():

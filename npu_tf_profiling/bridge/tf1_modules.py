@@ -36,6 +36,7 @@ TF1_NAMES: dict[str, dict[str, str]] = {
     "tensorflow.python.framework.graph_util": {
         name: _V1_GRAPH_UTIL + name for name in ("convert_variables_to_constants", "remove_training_nodes",
                                                  "must_run_on_cpu", "tensor_shape_from_node_def_name")},
+    "tensorflow.python.keras.utils": {"multi_gpu_model": "npu_tf_profiling.bridge.keras_multi_gpu:multi_gpu_model"},
     "tensorflow.python.framework.ops": {"Tensor": "tensorflow.python.framework.tensor:Tensor"},  # moved in 2.14
     "tensorflow.python.keras.optimizers": {  # 1.15's module re-exported the optimizer_v2 classes
         name: f"{_KERAS_V2}{module}:{name}" for name, module in (
