@@ -4,6 +4,11 @@ TensorFlow itself is not an install requirement: users bring their own build
 (`tensorflow`, `tensorflow-cpu`, a GPU build), and pip would otherwise pull a
 second, conflicting distribution. The pinned test environment is in
 constraints.txt.
+
+The `tf1` extra is tf-slim, which `npu-tf-prof run --tf1` serves as
+`tf.contrib.slim` / `tf.contrib.layers` / `tf.contrib.framework` (and contrib's
+losses and metrics) to TensorFlow 1.15 scripts; without it those areas raise
+an error saying to install the extra, and everything else works.
 """
 from pathlib import Path
 
@@ -35,7 +40,8 @@ setup(
     install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20"],
     # Optional: `npu-tf-prof view` draws with plotly; `npu-tf-prof tensorboard` (and the "tensorboard" option)
     # write event files with TensorBoard's own record writer and protobufs. A TensorFlow install already has tensorboard.
-    extras_require={"view": ["plotly>=5.0"], "tensorboard": ["tensorboard>=2.4"]},
+    # `--tf1` serves tf.contrib's slim/layers/framework from tf-slim.
+    extras_require={"view": ["plotly>=5.0"], "tensorboard": ["tensorboard>=2.4"], "tf1": ["tf-slim==1.1.0"]},
     cmdclass={"build_py": BuildPyWithStartupHook},
     entry_points={"console_scripts": ["npu-tf-prof=npu_tf_profiling.cli:main"]},
 )

@@ -8,6 +8,7 @@ checked through the launcher, in a script of that kind.
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
 import struct
@@ -19,7 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tensorflow as tf
+
 from npu_tf_profiling.bridge import mnist_input_data
+from npu_tf_profiling.bridge.tf1_modules import TF1_ONLY_MODULES
 
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
 TRAIN_COUNT, TEST_COUNT = 30, 7
@@ -67,6 +71,16 @@ def test_next_batch_gives_every_example_once_per_epoch_and_wraps_into_the_next(m
 def test_a_missing_file_is_named_and_nothing_is_downloaded(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz: MNIST file missing"):
         mnist_input_data.read_data_sets(str(tmp_path))
+
+
+def test_threadpool_override_gives_the_pipeline_its_private_pool_and_the_same_elements() -> None:
+    threadpool = importlib.import_module(TF1_ONLY_MODULES["tensorflow.python.data.experimental.ops.threadpool"])
+    pool = threadpool.PrivateThreadPool(3, display_name="input_pipeline_thread_pool")
+    dataset = threadpool.override_threadpool(tf.data.Dataset.range(5).map(lambda x: x * 2), pool)
+    assert dataset.options().threading.private_threadpool_size == 3
+    assert [int(x) for x in dataset] == [0, 2, 4, 6, 8]
+    with pytest.raises(TypeError, match="must be a PrivateThreadPool"):
+        threadpool.override_threadpool(dataset, 3)
 
 
 SCRIPT = """\

@@ -7,8 +7,12 @@ uncaught exception prints the script's own traceback (no launcher frames) and
 exits with 1. Before it starts, `npu_bridge`/`npu_device`/`hccl` imports are aliased
 to this package (unless a real Ascend adapter is installed), TF 2.6-era Keras
 module paths the script's own modules import are served (bridge/keras_paths.py)
-and, with `--tf1`, TensorFlow is switched to the 1.x API. Profiling is requested the usual ways
-(PROFILING_MODE/PROFILING_OPTIONS, NpuOptimizer session config, NPURunConfig).
+and, with `--tf1`, TensorFlow is switched to the 1.x API. The launch variables
+Ascend's 1-device launch scripts set (RANK_SIZE, RANK_ID, DEVICE_ID, ...) are
+filled in where unset (bridge/launch_context.py), and a `ModuleNotFoundError`
+the script does not catch is followed by a hint (bridge/import_hints.py).
+Profiling is requested the usual ways (PROFILING_MODE/PROFILING_OPTIONS,
+NpuOptimizer session config, NPURunConfig).
 """
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ import sys
 from types import TracebackType
 
 from npu_tf_profiling.bridge.alias import install_npu_bridge_alias
+from npu_tf_profiling.bridge.import_hints import import_hint
 from npu_tf_profiling.bridge.keras_paths import serve_keras_2_6_paths
+from npu_tf_profiling.bridge.launch_context import fill_launch_defaults, launch_note
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
 
 _LAUNCHER_MODULES = frozenset((__name__, runpy.__name__))
@@ -36,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(args.script):
         print(f"npu-tf-prof run: can't open file {args.script!r}: no such file or directory", file=sys.stderr)
         return EXIT_BAD_INPUT
+    filled = fill_launch_defaults(os.environ)
+    if filled:
+        print(launch_note(filled), file=sys.stderr)
     if args.tf1:
         from npu_tf_profiling.bridge.tf1 import enable_tf1
 
@@ -59,6 +68,9 @@ def run_script(script: str, script_args: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - reported exactly as the interpreter would, then exit code 1
         trimmed = _script_frames(exc.__traceback__)
         sys.excepthook(type(exc), exc.with_traceback(trimmed), trimmed)  # the hook prints exc.__traceback__
+        hint = import_hint(exc, script)
+        if hint:
+            print(hint, file=sys.stderr)
         return 1
     return 0
 

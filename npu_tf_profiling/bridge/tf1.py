@@ -10,9 +10,10 @@ Only the *user's* modules (the script and its own sibling modules, i.e. anything
 outside the standard library and site-packages) get the 1.x namespace for
 `import tensorflow` / `from tensorflow import X`; libraries keep the real
 module, so Keras, the Estimator and this package see the TensorFlow they were
-written for. Modules TensorFlow 1.15 had and TensorFlow 2 dropped or moved
-(`bridge/tf1_modules.py`) are served to that code too. A `tf.contrib` use (removed in TensorFlow 2) fails with a message
-naming what replaces it.
+written for. Modules and names TensorFlow 1.15 had and TensorFlow 2 dropped or moved
+(`bridge/tf1_modules.py`, `tensorflow_core.*` included) are served to that code too, and so is
+`tf.contrib` where a maintained replacement exists (`bridge/contrib/`); any other
+`tf.contrib` name fails with a message naming it and what replaces it.
 """
 from __future__ import annotations
 
@@ -23,61 +24,8 @@ import sysconfig
 from types import ModuleType
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.tf1_modules import install_tf1_module, wanted_tf1_modules
-
-# tf.contrib sub-module -> what to use on TensorFlow 2 (with the v1 API).
-CONTRIB_REPLACEMENTS: dict[str, str] = {
-    "layers": "tf.layers / tf.keras.layers; initializers tf.glorot_uniform_initializer (xavier_initializer), "
-    "regularizers tf.keras.regularizers.l2 (l2_regularizer)",
-    "slim": "the tf_slim package (pip install tf-slim; import tf_slim as slim)",
-    "rnn": "tf.nn.rnn_cell (LSTMCell, GRUCell, MultiRNNCell, DropoutWrapper) or tf.keras.layers.LSTM/GRU",
-    "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (they use cuDNN on GPU)",
-    "data": "tf.data.experimental",
-    "training": "tf.train and tf.estimator (HParams: a dict or argparse.Namespace)",
-    "opt": "tf.train optimizers or tf.keras.optimizers (LazyAdam, AdamW: tensorflow_addons.optimizers)",
-    "metrics": "tf.metrics",
-    "seq2seq": "tensorflow_addons.seq2seq",
-    "crf": "tensorflow_addons.text.crf_log_likelihood / crf_decode",
-    "image": "tf.image (rotate, transform: tensorflow_addons.image)",
-    "framework": "tf.train (get_or_create_global_step), tf.get_collection, tf.train.list_variables",
-    "distribute": "tf.distribute",
-    "tpu": "tf.estimator.Estimator with NPURunConfig (no TPU on CPU/GPU)",
-    "summary": "tf.summary",
-    "mixed_precision": "NPULossScaleOptimizer with a LossScaleManager (npu_bridge) or tf.train.experimental.MixedPrecisionLossScaleOptimizer",
-    "quantize": "the tensorflow_model_optimization package",
-    "losses": "tf.losses",
-    "keras": "tf.keras",
-    "learn": "tf.estimator",
-    "predictor": "tf.saved_model.load / tf.compat.v1.saved_model.loader",
-}
-
-
-class ContribRemovedError(AttributeError):
-    """`tf.contrib.X` does not exist in TensorFlow 2; the message names the replacement.
-
-    (`import tensorflow.contrib...` raises ModuleNotFoundError with the same message.)
-    """
-
-
-def contrib_message(path: str) -> str:
-    """The error text for a `tf.contrib...` use; `path` is e.g. "tf.contrib.layers"."""
-    parts = path.split(".")
-    sub = parts[2] if len(parts) > 2 else ""
-    replacement = CONTRIB_REPLACEMENTS.get(sub, "the TensorFlow 2 migration guide's table (tf_upgrade_v2 lists each symbol)")
-    return f"{path}: tf.contrib was removed in TensorFlow 2 (the script targets TensorFlow 1.15); use {replacement}"
-
-
-class _ContribStub:
-    """`tf.contrib`: any attribute raises `ContribRemovedError` naming the sub-module and its replacement."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise ContribRemovedError(contrib_message(f"tf.contrib.{name}"))
-
-    def __repr__(self) -> str:
-        return "<tf.contrib: removed in TensorFlow 2>"
-
+from npu_tf_profiling.bridge.contrib.paths import resolve, serve_contrib
+from npu_tf_profiling.bridge.tf1_modules import install_tf1_module, tf1_name, wanted_tf1_modules, with_tf1_names
 
 class TF1Module(ModuleType):
     """The `tensorflow` seen by user code: the v1 API first, then the real module (tf.compat, tf.python...)."""
@@ -88,7 +36,7 @@ class TF1Module(ModuleType):
             if hasattr(real, attribute):
                 setattr(self, attribute, getattr(real, attribute))
         self.compat = real.compat  # tf.compat.v1 / tf.compat.v2 / as_bytes, as in TensorFlow 1.15
-        self.contrib = _ContribStub()
+        self.contrib = resolve("tensorflow.contrib")
         self._v1 = v1
         self._real = real
 
@@ -102,6 +50,7 @@ class TF1Module(ModuleType):
         return sorted(set(dir(self._v1)) | {"compat", "contrib"})
 
 
+_TOP_LEVEL = frozenset(("tensorflow", "tensorflow_core"))
 _state: dict[str, Any] = {}  # "module": the TF1Module, once enable_tf1() has run
 
 
@@ -136,14 +85,16 @@ def _tf1_import(original: Callable[..., Any], module: TF1Module) -> Callable[...
     cache: dict[str, bool] = {}
 
     def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:  # noqa: A002
-        if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")) and is_user_code(globals, roots, cache):
+        if level == 0 and name.split(".")[0] in _TOP_LEVEL and is_user_code(globals, roots, cache):
+            name = tf1_name(name)
             if name == "tensorflow.contrib" or name.startswith("tensorflow.contrib."):
-                raise ModuleNotFoundError(contrib_message("tf" + name[len("tensorflow"):]), name=name)
+                served = serve_contrib(name, fromlist)
+                return served if fromlist else module
             for path in wanted_tf1_modules(name, fromlist):
                 install_tf1_module(path)
             imported = original(name, globals, locals, fromlist, level)
             # `import tensorflow[.x] [as y]` and `from tensorflow import X` bind the top-level module.
-            return module if (name == "tensorflow" or not fromlist) else imported
+            return module if (name == "tensorflow" or not fromlist) else with_tf1_names(imported, fromlist)
         return original(name, globals, locals, fromlist, level)
 
     return __import__
