@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.side_by_side import Command, run_side_by_side
 from tests.test_tf2_step_trace import info_of
 from tests.test_tf2_tasks import task_rows
 from tests.trace_files import assert_step_trace_formulas, step_trace_rows
@@ -25,17 +26,24 @@ DEFAULT_TASK_WINDOW = set(range(11, 16))
 BERT_FP = "While_body_while_body_44418_1223/bert/embeddings/MatMul"
 
 
-def launch(script: str, *args: str) -> tuple[dict, subprocess.CompletedProcess]:
+def launch_with_plain(script: str, *args: str) -> tuple[dict, subprocess.CompletedProcess, dict]:
+    """The script run with `args` and plainly (no arguments), side by side: (result, its process, plain result)."""
+    (profiled, done), (plain, _) = _launches([(script, args), (script, ())])
+    return profiled, done, plain
+
+
+def _launches(runs: list[tuple[str, tuple[str, ...]]]) -> list[tuple[dict, subprocess.CompletedProcess]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
-    done = subprocess.run([CONSOLE_SCRIPT, "run", script, "--steps", str(STEPS), *args], cwd=FOLDER, env=env,
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1]), done
+    commands = [Command([CONSOLE_SCRIPT, "run", script, "--steps", str(STEPS), *args], env, FOLDER) for script, args in runs]
+    results = []
+    for done in run_side_by_side(commands, timeout=240):
+        assert done.returncode == 0, done.stderr
+        results.append((json.loads(done.stdout.splitlines()[-1]), done))
+    return results
 
 
 def test_keras_fit_script_runs_unmodified_with_a_row_per_step(tmp_path: Path) -> None:
-    profiled, done = launch("keras_fit_train.py", "--profiling", "True", "--profiling_dump_path", str(tmp_path))
-    plain, _ = launch("keras_fit_train.py")
+    profiled, done, plain = launch_with_plain("keras_fit_train.py", "--profiling", "True", "--profiling_dump_path", str(tmp_path))
     assert profiled == plain  # same weights, same loss
     _, rows = step_trace_rows(tmp_path)
     assert [int(r["Iteration ID"]) for r in rows] == list(range(1, STEPS + 1))
@@ -49,9 +57,8 @@ def test_keras_fit_script_runs_unmodified_with_a_row_per_step(tmp_path: Path) ->
 
 
 def test_custom_loop_script_with_a_foreign_fp_point_falls_back_with_its_note(tmp_path: Path) -> None:
-    profiled, done = launch("custom_loop_train.py", "--profiling", "True", "--profiling_dump_path", str(tmp_path),
-                            "--fp_point", BERT_FP)
-    plain, _ = launch("custom_loop_train.py")
+    profiled, done, plain = launch_with_plain("custom_loop_train.py", "--profiling", "True", "--profiling_dump_path", str(tmp_path),
+                                              "--fp_point", BERT_FP)
     assert profiled == plain
     assert "is not an op in this graph" in done.stderr and "training goes on with the automatic fp_point" in done.stderr
     assert "last_step_finite True" in done.stdout

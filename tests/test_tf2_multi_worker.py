@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from tests.multi_worker_jobs import SAMPLE
+from tests.side_by_side import Command, run_side_by_side
 from tests.test_multi_worker import rank_folders
 from tests.trace_files import assert_step_trace_formulas, step_trace_rows
 
@@ -28,33 +28,25 @@ WORKERS = 2
 TIMEOUT_S = 180
 
 
-def run_workers(style: str, output: Path | None) -> list[dict]:
-    """Both workers to the end (or both killed at the timeout); each one's printed result."""
-    ports = SAMPLE.free_ports(WORKERS)
-    cluster = {"worker": [f"localhost:{port}" for port in ports]}
-    procs = []
-    for index in range(WORKERS):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PROFILING_", "RANK_", "DEVICE_"))}
-        env.update(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}), TF_CPP_MIN_LOG_LEVEL="2")
-        if output is not None:
-            env.update(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps({"output": str(output), "training_trace": "on"}))
-        procs.append(subprocess.Popen([sys.executable, str(SCRIPT), style, str(STEPS)], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+def run_jobs(style: str, outputs: list[Path | None]) -> list[list[dict]]:
+    """One job of WORKERS workers per output (None: unprofiled), all side by side; each worker's printed result."""
+    commands = []
+    for output in outputs:
+        cluster = {"worker": [f"localhost:{port}" for port in SAMPLE.free_ports(WORKERS)]}
+        for index in range(WORKERS):
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("PROFILING_", "RANK_", "DEVICE_"))}
+            env.update(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}), TF_CPP_MIN_LOG_LEVEL="2")
+            if output is not None:
+                env.update(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps({"output": str(output), "training_trace": "on"}))
+            commands.append(Command([sys.executable, str(SCRIPT), style, str(STEPS)], env))
     results = []
-    try:
-        for proc in procs:
-            out, err = proc.communicate(timeout=TIMEOUT_S)
-            assert proc.returncode == 0, err[-3000:]
-            results.append(json.loads(out.splitlines()[-1]))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    return results
+    for done in run_side_by_side(commands, timeout=TIMEOUT_S):
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(json.loads(done.stdout.splitlines()[-1]))
+    return [results[i:i + WORKERS] for i in range(0, len(results), WORKERS)]
 
 
-@pytest.mark.timeout(2 * TIMEOUT_S + 60)
+@pytest.mark.timeout(TIMEOUT_S + 60)
 @pytest.mark.parametrize("style", ["multi_worker", "multi_worker_fit"])
 def test_each_rank_traces_every_step_and_the_cluster_report_merges_them(tmp_path: Path, style: str, capsys) -> None:
     import tensorflow as tf
@@ -62,8 +54,7 @@ def test_each_rank_traces_every_step_and_the_cluster_report_merges_them(tmp_path
     if style == "multi_worker_fit" and tuple(int(p) for p in tf.__version__.split(".")[:2]) >= (2, 16):
         pytest.skip("Keras 3's fit under MultiWorkerMirroredStrategy fails unprofiled too (it cannot convert the "
                     "PerReplica batch to a tensor): nothing to profile")
-    profiled = run_workers(style, tmp_path)
-    plain = run_workers(style, None)
+    profiled, plain = run_jobs(style, [tmp_path, None])
     assert [r["weights"] for r in profiled] == [r["weights"] for r in plain]
     folders = rank_folders(tmp_path)
     assert sorted(folders) == list(range(WORKERS))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.side_by_side import Command, run_side_by_side
 from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_train.py"
@@ -29,10 +30,24 @@ def _env(output: Path | None, options: dict | None = None) -> dict[str, str]:
 
 
 def train(style: str, output: Path | None, *extra: str, options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess]:
-    done = subprocess.run([sys.executable, str(SCRIPT), style, str(STEPS), *extra], env=_env(output, options),
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1]), done
+    (result,) = _train_runs([(style, output, extra, options)])
+    return result
+
+
+def train_with_plain(style: str, output: Path, *extra: str, options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess, dict]:
+    """The profiled run and the plain one side by side: (profiled result, its process, plain result)."""
+    (profiled, done), (plain, _) = _train_runs([(style, output, extra, options), (style, None, extra, None)])
+    return profiled, done, plain
+
+
+def _train_runs(runs: list[tuple[str, Path | None, tuple[str, ...], dict | None]]) -> list[tuple[dict, subprocess.CompletedProcess]]:
+    commands = [Command([sys.executable, str(SCRIPT), style, str(STEPS), *extra], _env(output, options))
+                for style, output, extra, options in runs]
+    results = []
+    for done in run_side_by_side(commands, timeout=240):
+        assert done.returncode == 0, done.stderr
+        results.append((json.loads(done.stdout.splitlines()[-1]), done))
+    return results
 
 
 def _tensorflow_version() -> tuple[int, int]:
@@ -83,8 +98,7 @@ def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list
 @pytest.mark.parametrize("style", sorted(STYLES))
 def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str) -> None:
     models, per_model, reduce_pairs = STYLES[style]
-    profiled, _ = train(style, tmp_path)
-    plain, _ = train(style, None)
+    profiled, _, plain = train_with_plain(style, tmp_path)
     assert profiled["weights"] == plain["weights"] and profiled["loss"] == plain["loss"]
     header, rows = step_trace_rows(tmp_path)
     grouped = rows_by_model(rows)
@@ -132,8 +146,8 @@ def test_the_python_entry_takes_precedence_over_the_env_vars(tmp_path: Path) -> 
 
 
 def test_jit_compiled_steps_are_timed_around_the_call_with_fp_bp_not_available(tmp_path: Path) -> None:
-    profiled, done = train("jit", tmp_path)
-    assert profiled["weights"] == train("jit", None)[0]["weights"]
+    profiled, done, plain = train_with_plain("jit", tmp_path)
+    assert profiled["weights"] == plain["weights"]
     assert done.stderr.count("is compiled with XLA (jit_compile=True): no stamp op has an XLA kernel") == 1
     assert "tf2_train.py" in done.stderr.split("is compiled with XLA")[0].splitlines()[-1]  # shown at the script's line
     info = info_of(tmp_path)

@@ -25,7 +25,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.task_record import FramedRecord, iter_framed_records, parse_xspace_header
 from npu_tf_profiling.reports.task import xspace
 
-from tests.test_tf2_step_trace import info_of, rows_by_model, train
+from tests.test_tf2_step_trace import info_of, rows_by_model, train_with_plain
 from tests.trace_files import only_prof_dir, step_trace_rows
 
 WINDOW = (3, 5)
@@ -42,8 +42,8 @@ def task_rows(output: Path) -> list[dict[str, str]]:
 @pytest.mark.parametrize("style", ["loop", "fit", "for_dataset"])
 def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: str) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on", "start_step": WINDOW[0], "stop_step": WINDOW[1]}
-    profiled, done = train(style, tmp_path, options=options)
-    assert profiled["weights"] == train(style, None)[0]["weights"]
+    profiled, done, plain = train_with_plain(style, tmp_path, options=options)
+    assert profiled["weights"] == plain["weights"]
     assert "task_trace" not in " ".join(info_of(tmp_path)["notes"])  # nothing said to be missing
     # The window's end writes the reports while the job runs, quietly: the summary line is the final report's, once.
     assert done.stderr.count("traced iteration(s)") == 1, done.stderr

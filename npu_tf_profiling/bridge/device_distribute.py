@@ -8,17 +8,16 @@ rank, i.e. not at all), and `shard_and_rebatch_dataset` returns
 `(dataset, global_bs)`, as upstream does for one worker (with several ranks it
 shards the dataset and divides the batch size, as upstream: no collective is needed).
 
-With `RANK_SIZE` > 1 the collectives would have to cross processes from eager
-TensorFlow 2 code. The TF1 work (bridge/hccl_ops.py, bridge/rank_session.py)
-joins the ranks through Sessions; the eager equivalent (a collective-enabled
-eager context) is not built yet, so a multi-rank collective call raises
-`MultiRankNotBuiltError` instead of silently training each rank alone.
+With `RANK_SIZE` > 1, `npu_device.open()` has joined the ranks (`device_collectives`):
+`all_reduce` and `broadcast` are TensorFlow's collective ops across the ranks'
+processes, and the wrapped optimizer all-reduces the gradients it applies.
 Argument checks (reduction names, the batch size split) are upstream's in both cases.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from npu_tf_profiling.bridge.device_collectives import EagerRanks, joined
 from npu_tf_profiling.bridge.device_handle import global_npu_ctx
 from npu_tf_profiling.bridge.hccl_ops import REDUCTIONS
 from npu_tf_profiling.bridge.ranks import WORLD_GROUP, check_group
@@ -26,33 +25,46 @@ from npu_tf_profiling.bridge.ranks import WORLD_GROUP, check_group
 _REDUCTIONS = ("mean", *REDUCTIONS)
 
 
-class MultiRankNotBuiltError(NotImplementedError):
-    """A `npu_device.distribute` collective was called with RANK_SIZE > 1 (eager multi-rank is not built)."""
+class NotJoinedError(RuntimeError):
+    """A collective was called with RANK_SIZE > 1 before `npu_device.open()` joined the ranks."""
 
 
-def _cluster_worker(what: str) -> bool:
+def _ranks(what: str) -> EagerRanks | None:
+    """The joined ranks when this process is a cluster worker (RANK_SIZE > 1), else None: the identity."""
     ctx = global_npu_ctx()
     if ctx is None or not ctx.is_cluster_worker():
-        return False
-    raise MultiRankNotBuiltError(
-        f"npu_device.distribute.{what} with RANK_SIZE={ctx.workers_num}: collectives across processes from eager "
-        "TensorFlow 2 code are not built yet on CPU/GPU; run one rank, or use tf.distribute.MultiWorkerMirroredStrategy"
-    )
+        return None
+    ranks = joined()
+    if ranks is None:
+        raise NotJoinedError(f"npu_device.distribute.{what} with RANK_SIZE={ctx.workers_num}: npu_device.open() "
+                             "did not join the ranks")
+    return ranks
 
 
 def all_reduce(values: Any, reduction: str = "mean", fusion: int = 1, fusion_id: int = -1, group: str = WORLD_GROUP) -> Any:
-    """Upstream's all_reduce: the values reduced over the ranks (mean by default); one rank: the values themselves."""
+    """Upstream's all_reduce: the values reduced over the ranks (mean by default), None entries kept as None;
+    one rank: the values themselves."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"all_reduce: reduction={reduction!r}: expected one of {', '.join(_REDUCTIONS)}")
     check_group(group)
-    _cluster_worker("all_reduce")
-    return values
+    ranks = _ranks("all_reduce")
+    if ranks is None:
+        return values
+    many = isinstance(values, (list, tuple))
+    reduced = [None if value is None else ranks.all_reduce(value, reduction) for value in (values if many else [values])]
+    return reduced if many else reduced[0]
 
 
 def broadcast(values: Any, root_rank: int = 0, fusion: int = 2, fusion_id: int = 0, group: str = WORLD_GROUP) -> None:
     """Upstream's broadcast: assigns rank `root_rank`'s values to the variables on every rank; one rank: nothing to do."""
     check_group(group)
-    _cluster_worker("broadcast")
+    ranks = _ranks("broadcast")
+    if ranks is None:
+        return
+    if not 0 <= root_rank < ranks.size:
+        raise ValueError(f"broadcast: root_rank={root_rank}: expected a rank from 0 to {ranks.size - 1}")
+    for variable in values if isinstance(values, (list, tuple)) else [values]:
+        ranks.broadcast(variable, root_rank)
 
 
 def npu_distributed_keras_optimizer_wrapper(optimizer: Any, reduce_reduction: str = "mean", fusion: int = 1,
@@ -65,7 +77,15 @@ def npu_distributed_keras_optimizer_wrapper(optimizer: Any, reduce_reduction: st
                          f"expected one of {', '.join(_REDUCTIONS)}")
     check_group(group)
     optimizer = tf.keras.optimizers.get(optimizer)
-    _cluster_worker("npu_distributed_keras_optimizer_wrapper")
+    if _ranks("npu_distributed_keras_optimizer_wrapper") is None:
+        return optimizer
+    apply_gradients = optimizer.apply_gradients
+
+    def apply_reduced_gradients(grads_and_vars: Any, *args: Any, **kwargs: Any) -> Any:
+        grads, variables = zip(*grads_and_vars)
+        return apply_gradients(zip(all_reduce(list(grads), reduce_reduction, fusion, fusion_id, group), variables), *args, **kwargs)
+
+    optimizer.apply_gradients = apply_reduced_gradients
     return optimizer
 
 

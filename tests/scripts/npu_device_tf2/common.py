@@ -17,6 +17,7 @@ def parse_args():
     parser.add_argument("--profiling_dump_path", default="/tmp/profiling")
     parser.add_argument("--fp_point", default="")
     parser.add_argument("--precision_mode", default="allow_mix_precision")
+    parser.add_argument("--seed_by_rank", action="store_true", help="each rank starts from its own weights")
     return parser.parse_args()
 
 

@@ -11,7 +11,7 @@ from common import dataset, model, npu_config, parse_args, report  # noqa: E402
 
 args = parse_args()
 npu_config(args)
-tf.keras.utils.set_random_seed(7)
+tf.keras.utils.set_random_seed(7 + (int(os.environ.get("RANK_ID", "0")) if args.seed_by_rank else 0))
 net = model()
 activation = npu.ops.gelu if hasattr(npu.ops, "gelu") else tf.nn.gelu
 optimizer = npu.train.optimizer.NpuLossScaleOptimizer(tf.keras.optimizers.SGD(0.01), dynamic=True)
