@@ -19,7 +19,10 @@ one of two numbers:
   tf.function the three are done under a mutex (``MutexV2``, made on first use
   like the tables): TensorFlow may run calls of one function at once (a
   ``tf.range`` loop of steps), and two calls reading one count would write one
-  row over the other.
+  row over the other. (Taking the count once the step has its batch instead
+  was tried: overlapping calls are then numbered in batch order, but the
+  reports order rows by Iteration End, so overlapping rows lost their Data Aug
+  Bound; reverted.)
 
 Where other sessions may write the same global step (a session on a server's
 target, ``grpc://...``, where workers share variables: a parameter server's

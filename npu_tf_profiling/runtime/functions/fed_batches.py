@@ -14,6 +14,11 @@ row gives its call's first read and its end), and within a call the k-th step
 (by its first stamp) takes the k-th read. A call that ran no step (the end of
 an epoch reads an empty batch) gives its read to nobody, and a read is never
 given to two steps.
+
+The caller's row is written when its call ends, after its steps' rows: a
+drain between the two would find steps whose call is not known yet. Those rows
+wait for a later drain (`waiting`), at most PATIENCE_US, and at exit they go as
+they are.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MAX_CALLS = 8192  # two rings' worth: a call's reads wait here for its steps' rows' next drain (0.5 s)
+PATIENCE_US = 2e6  # a step row no known call holds waits this long for its caller's row (reader.WAIT_S)
 
 
 @dataclass(eq=False)
@@ -42,19 +48,34 @@ class FedBatches:
         """The rows of a branch that reads inside the caller's loop."""
         self.reads.extend(zip(starts.tolist(), ends.tolist()))
 
+    def waiting(self, first_stamps: np.ndarray, now_us: float) -> np.ndarray:
+        """Rows whose call is not known yet (its row not read) and that may still wait for it."""
+        calls = self._calls()
+        which = self._call_of(calls, first_stamps)
+        return (which < 0) & (first_stamps > now_us - PATIENCE_US)
+
+    def _calls(self) -> np.ndarray:
+        return np.array(sorted(self.calls), dtype=np.float64).reshape(-1, 3)
+
+    @staticmethod
+    def _call_of(calls: np.ndarray, first_stamps: np.ndarray) -> np.ndarray:
+        """Per row, the index of the call whose span holds its first stamp, -1 where none does."""
+        which = np.searchsorted(calls[:, 1], first_stamps, side="right") - 1  # the last call whose first read ended before
+        held = (which >= 0) & ~np.isnan(first_stamps)
+        held[held] &= first_stamps[held] <= calls[which[held], 2]
+        return np.where(held, which, -1)
+
     def join(self, first_stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each row's GetNext (start, end): the k-th read of the call whose span holds its first stamp,
         for the call's k-th step; NaN where that call has no k-th read or no call holds the row."""
         begin = np.full(len(first_stamps), np.nan)
         end = np.full(len(first_stamps), np.nan)
-        if not self.calls:
-            return begin, end
-        calls = np.array(sorted(self.calls), dtype=np.float64).reshape(-1, 3)
+        calls = self._calls()
         reads = np.array(sorted(self.reads), dtype=np.float64).reshape(-1, 2)
-        which = np.searchsorted(calls[:, 1], first_stamps, side="right") - 1  # the last call whose first read ended before
+        which = self._call_of(calls, first_stamps)
         for row in np.argsort(first_stamps, kind="stable"):
             index = which[row]
-            if np.isnan(first_stamps[row]) or index < 0 or first_stamps[row] > calls[index, 2]:
+            if index < 0:
                 continue
             start, read_end, call_end = calls[index]
             inner = reads[(reads[:, 0] > start) & (reads[:, 0] < call_end)] if len(reads) else reads

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_ta
 from npu_tf_profiling.runtime.user_points import FALLBACK_KEY
 
 
+WAIT_S = 2.0  # how long a counted row not yet written, or a fed row without its caller's, is waited for
 FED_REASON = "the graph reads no batch: GetNext is the read of {caller}, the function that calls this step, in the same call"
 
 
@@ -67,6 +69,7 @@ class FunctionModel:
     _collection: Collection | None = None
     _collection_from: int = 0  # runs after this one belong to the collection in force
     _counter: Any = None
+    _waits: dict[int, float] = field(default_factory=dict)  # run -> when first seen counted but not written
     _models: dict[int, ModelEntry] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -91,21 +94,21 @@ class FunctionModel:
     def close(self) -> None:
         """At exit: the last rows (no function runs any more)."""
         if not self.closed:
-            self.drain()
+            self.drain(final=True)
             self.closed = True
 
-    def drain(self) -> None:
+    def drain(self, final: bool = False) -> None:
         """Read the rows written since the last drain and record them for the collection in force."""
         if self.closed or not self._lock.acquire(blocking=False):
             return
         try:
             with tf.device("/cpu:0"):
-                self._drain_locked()
+                self._drain_locked(final)
         finally:
             self._lock.release()
 
     # ----- internals ---------------------------------------------------------------------------
-    def _drain_locked(self) -> None:
+    def _drain_locked(self, final: bool) -> None:
         progress = self._progress()
         # The batches of the rows read here are in the callers' rows; a reader writes its row before the
         # step it feeds runs, so after this step's progress was read, every batch of its rows up to it is there.
@@ -118,12 +121,24 @@ class FunctionModel:
             return
         keys = np.arange(max(self._done + 1, progress - RING_ROWS + 1), progress + 1, dtype=np.int64)
         found = np.zeros(len(keys), dtype=bool)
+        newer = np.zeros(len(keys), dtype=bool)  # the slot holds a later row: this one was overwritten
+        read = []
         for trace in self.traces:
             rows = self._rows(trace, keys)
             whole = rows[:, 0] == keys
             found |= whole
-            if whole.any():
-                self._record(trace.shape, rows[whole])
+            newer |= rows[:, 0] > keys
+            read.append((trace, rows[whole]))
+        ready = progress if final else self._ready_through(keys, found | newer, read)
+        if ready < keys[0]:
+            return
+        if ready < progress:
+            progress = ready
+            found, keys = found[keys <= progress], keys[keys <= progress]
+            read = [(trace, rows[rows[:, 0] <= progress]) for trace, rows in read]
+        for trace, rows in read:
+            if len(rows):
+                self._record(trace.shape, rows)
         lost = len(keys) - int(found.sum()) + int(keys[0] - self._done - 1)
         self._done = progress
         if lost and collection is not None:
@@ -133,6 +148,24 @@ class FunctionModel:
             )
         if self.feeds is None:  # a feeder's calls are its step's iterations, counted there
             self.source.after_iteration(int(progress))
+
+    def _ready_through(self, keys: np.ndarray, settled: np.ndarray, read: list) -> int:
+        """The last run number whose rows may be recorded now: none after a run still waited for.
+
+        A function's row takes its run number just before it is written (`ring`): a counted run
+        whose row is not there yet (`settled` False) is being written, and later runs wait with it. A step fed by its caller waits for the caller's row
+        (`fed_batches`). Each waits at most WAIT_S; then it goes as it is (a missing row is lost).
+        """
+        now = time.time()
+        waiting = keys[~settled]
+        self._waits = {k: t for k, t in self._waits.items() if k > self._done}
+        held = [int(k) for k in waiting.tolist() if now - self._waits.setdefault(int(k), now) < WAIT_S]
+        if isinstance(self.host_batches, FedBatches):
+            for _, rows in read:
+                if len(rows):
+                    fed_wait = self.host_batches.waiting(np.nanmin(rows[:, 1:] * 1e6, axis=1), now * 1e6)
+                    held += rows[fed_wait, 0].astype(np.int64).tolist()
+        return min(held) - 1 if held else int(keys[-1])
 
     def _progress(self) -> int:
         if self._counter is None:
