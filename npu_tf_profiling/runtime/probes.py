@@ -343,7 +343,7 @@ def _outside_control_flow(op: tf.Operation) -> bool:
 
 def build_probes(
     graph: tf.Graph, points: TracePoints, index: GraphIndex, *, user_bp: bool, may_rewire: bool, clock: Clock = timestamp_clock,
-    step_shared: bool = False, tables: str | None = None,
+    step_shared: bool = False, tables: str | None = None, count_lock: bool = False,
 ) -> GraphProbes:
     """Add the probe ops for `points` to `graph` (temporarily unfinalising a finalised graph).
 
@@ -352,7 +352,8 @@ def build_probes(
     bp_point, so BP End is that op's end rather than "all gradients ready". `step_shared`: other
     sessions may write the global step (see `ring`). `tables`: a tf.function's ring tables (see
     `ring.build_ring`); its rows then carry no global step (a function's step variable is a capture,
-    and the run counter numbers its iterations).
+    and the run counter numbers its iterations). `count_lock`: calls of the function may run at once
+    (it is, or runs in, a loop's body), so its run counter is taken under a lock (`ring`).
     """
     if points.iteration_end is None:
         raise ValueError("cannot build probes without an iteration end (train op)")
@@ -366,14 +367,14 @@ def build_probes(
             compute = [n for n in (points.fp, *sorted(data_inputs)) if n is not None and n in on_path]
             home = _task_of(graph.get_operation_by_name(compute[0])) if compute else None
             builder = _Builder(graph, index, may_rewire, clock, data_inputs, home)
-            return _build(builder, points, on_path, user_bp, step_shared, tables)
+            return _build(builder, points, on_path, user_bp, step_shared, tables, count_lock)
     finally:
         if finalized:
             graph.finalize()
 
 
 def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user_bp: bool, step_shared: bool,
-           tables: str | None) -> GraphProbes:
+           tables: str | None, count_lock: bool) -> GraphProbes:
     get_op = builder.graph.get_operation_by_name
     stamps: list[tf.Tensor] = []
     reads = [get_op(n) for n in points.get_next if n in on_path and get_op(n).type not in FED_INPUT_TYPES]
@@ -428,6 +429,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         stamps,
         GlobalStep(points.global_step, train_op, gated, step_shared) if has_step else None,
         tables,
+        count_lock,
     )
     if gated:
         train_op._add_control_input(ring.write)

@@ -15,14 +15,17 @@ one of two numbers:
   what Estimator and most TF1 scripts run). Every run of the train op then has its
   own step, so no counter is needed, and the row holds no separate step column;
 * **a counter** of this session's train op runs (from 1) otherwise: read, add one,
-  write back; the row then also holds the step (when the graph has one). In a
-  tf.function the three are done under a mutex (``MutexV2``, made on first use
-  like the tables): TensorFlow may run calls of one function at once (a
-  ``tf.range`` loop of steps), and two calls reading one count would write one
-  row over the other. (Taking the count once the step has its batch instead
-  was tried: overlapping calls are then numbered in batch order, but the
-  reports order rows by Iteration End, so overlapping rows lost their Data Aug
-  Bound; reverted.)
+  write back; the row then also holds the step (when the graph has one). Where
+  TensorFlow may run calls of one function at once (a step that is, or is
+  traced in, a loop's body: a ``tf.range`` loop of steps, a Keras
+  ``steps_per_execution`` loop), two calls could read one count and write one
+  row over the other, so there the three are done under a mutex (``MutexV2``,
+  made on first use like the tables). Only there: the lock is an asynchronous
+  kernel, +60-80 µs a step on the tiny benchmark model against +11-19 µs
+  without it (benchmarks/RESULTS.md). (Taking the count once the step has its
+  batch instead was tried: overlapping calls are then numbered in batch order,
+  but the reports order rows by Iteration End, so overlapping rows lost their
+  Data Aug Bound; reverted.)
 
 Where other sessions may write the same global step (a session on a server's
 target, ``grpc://...``, where workers share variables: a parameter server's
@@ -140,13 +143,15 @@ def build_ring(
     stamps: list[tf.Tensor],
     global_step: GlobalStep | None,
     tables: str | None = None,
+    count_lock: bool = False,
 ) -> RingOps:
     """Build the row and its write, chained after `before_end`.
 
     `end_stamp(after)` makes the iteration end stamp. The caller runs this inside the
     probes' name scope and device. `tables`: the tables' shared name, given for a
     tf.function (every trace of one function counts on one counter, and no reader
-    ops are built in it); by default one unique to this graph.
+    ops are built in it); by default one unique to this graph. `count_lock`: take the
+    counter under a mutex (a function whose calls may run at once; see the module docstring).
     """
     graph = tf.compat.v1.get_default_graph()
     in_function = tables is not None
@@ -171,14 +176,14 @@ def build_ring(
         chain = _Chain([end.op])  # no op here is a root node: none starts with the step
         zero = chain.add(lambda: tf.constant(0, tf.int64, name="counter_key"))
         counter = chain.add(lambda: _table(counter_table_name(shared), tf.int64, None, "counter"))
-        if in_function:  # calls of one function may run at once (a tf.range loop of steps): one count at a time
+        if count_lock:  # calls of one function may run at once (a tf.range loop of steps): one count at a time
             mutex = chain.add(lambda: tf.raw_ops.MutexV2(shared_name=f"{counter_table_name(shared)}_lock", name="counter_mutex"))
             lock = chain.add(lambda: tf.raw_ops.MutexLock(mutex=mutex, name="counter_lock"))
         done = chain.add(lambda: tf.raw_ops.LookupTableFindV2(table_handle=counter, keys=zero, default_value=zero))
         one = chain.add(lambda: tf.constant(1, tf.int64, name="one"))
         key = chain.add(lambda: tf.add(done, one, name="seq"))
         chain.add(lambda: tf.raw_ops.LookupTableInsertV2(table_handle=counter, keys=zero, values=key, name="count"))
-        if in_function:  # the lock is held until its tensor's last consumer ran: this one
+        if count_lock:  # the lock is held until its tensor's last consumer ran: this one
             chain.add(lambda: tf.raw_ops.ConsumeMutexLock(mutex_lock=lock, name="counter_unlock"))
         head = [_step_after(graph, global_step, chain)] if carries_step else []
         progress_of = lambda: _find(  # noqa: E731

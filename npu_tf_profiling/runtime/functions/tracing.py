@@ -20,6 +20,7 @@ _TRACE_FRAME = "_create_concrete_function"
 _BODY_FRAME = "create_new_tf_function"
 _XLA_ATTRIBUTE = "_XlaMustCompile"
 _CALL_FRAME = "__call__"  # Function.__call__, the call that traces
+_LOOP_BODY_NAME = "while_body"
 
 FUNCTION = "function"  # a tf.function's own graph
 WHILE_BODY = "while body"
@@ -54,8 +55,8 @@ def tracing_context(graph_name: str) -> TracingContext:
         if caller is None and code.co_name == _CALL_FRAME:
             caller = _function_object(frame.f_locals.get("self"))
         if code.co_name == _BODY_FRAME and kind is None and frame.f_back is not None:
-            caller = os.path.basename(frame.f_back.f_code.co_filename)
-            kind = WHILE_BODY if caller.startswith("while_v2") else BRANCH if caller.startswith("cond_v2") else OTHER
+            maker = os.path.basename(frame.f_back.f_code.co_filename)
+            kind = WHILE_BODY if maker.startswith("while_v2") else BRANCH if maker.startswith("cond_v2") else OTHER
         elif code.co_name == _TRACE_FRAME:
             options = frame.f_locals.get("tracing_options")
             attributes = dict(getattr(options, "attributes", None) or {})
@@ -67,6 +68,19 @@ def tracing_context(graph_name: str) -> TracingContext:
         return TracingContext(graph_name, graph_name, kind or FUNCTION, jit, caller)
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or graph_name
     return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit, caller)
+
+
+def in_loop_body(graph: Any) -> bool:
+    """Whether `graph` is a loop's body or is traced inside one (TensorFlow may then run its calls at once).
+
+    A function traced inside a loop's body has that body among its `outer_graph`s; `while_v2` names
+    its body graphs ``while_body_<n>`` (TensorFlow 2.15 and 2.21).
+    """
+    while graph is not None:
+        if _LOOP_BODY_NAME in (getattr(graph, "name", "") or ""):
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
 
 
 def _function_object(candidate: Any) -> Any:
