@@ -9,7 +9,8 @@ last gradient (or on everything), and the executor may run other ready ops inlin
 them; under the profiler's per-kernel tracing the gap widens, and it differs from process
 to process with the executor's cost model. So the test holds the medians within 30 µs (FP
 Start within 60 µs: its early bias is the executor's dispatch, which grows with the load; a
-full-suite run on a fresh clone measured 36.5 µs) and the p95 within 100 µs, as regression
+full-suite run on a fresh clone measured 36.5 µs, another 42.6 µs with a p95 of 177 µs, so FP's
+p95 is held within 200 µs) and the other p95s within 100 µs, as regression
 guards, not as the target.
 
 tests/scripts/tf2_accuracy.py profiles a custom `tf.function` step with the
@@ -37,7 +38,7 @@ from tests.trace_files import raw_records
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_accuracy.py"
 WARMUP, ITERATIONS = 150, 100  # past the executor's first ~100 runs, where every kernel is sent to the thread pool
 MEDIAN_US = {"fp_start": 60.0, "bp_end": 30.0, "iteration_end": 30.0}  # regression guards (module docstring)
-P95_US = {"fp_start": 100.0, "bp_end": 100.0, "iteration_end": 100.0}
+P95_US = {"fp_start": 200.0, "bp_end": 100.0, "iteration_end": 100.0}
 LOADED_P95_FACTOR = 2.0
 POINTS = ("fp_start", "bp_end", "iteration_end")
 

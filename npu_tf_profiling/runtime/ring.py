@@ -16,13 +16,14 @@ one of two numbers:
   own step, so no counter is needed, and the row holds no separate step column;
 * **a counter** of this session's train op runs (from 1) otherwise: read, add one,
   write back; the row then also holds the step (when the graph has one). Where
-  TensorFlow may run calls of one function at once (a step that is, or is
-  traced in, a loop's body: a ``tf.range`` loop of steps, a Keras
-  ``steps_per_execution`` loop), two calls could read one count and write one
-  row over the other, so there the three are done under a mutex (``MutexV2``,
+  TensorFlow may run calls of one function at once (a step traced in a loop's
+  body: a ``tf.range`` loop of steps, Keras 3's ``steps_per_execution`` loop),
+  two calls could read one count and write one row over the other, so there the three are done under a mutex (``MutexV2``,
   made on first use like the tables). Only there: the lock is an asynchronous
-  kernel, +60-80 µs a step on the tiny benchmark model against +11-19 µs
-  without it (benchmarks/RESULTS.md). (Taking the count once the step has its
+  kernel, +60-80 µs a step on the tiny benchmark model against +20-30 µs
+  without it (benchmarks/RESULTS.md), and its first run in a loop is slow
+  enough to let the loop's next calls count first (Keras 2's
+  ``steps_per_execution`` body, locked, numbered its first call's steps 3, 1, 2). (Taking the count once the step has its
   batch instead was tried: overlapping calls are then numbered in batch order,
   but the reports order rows by Iteration End, so overlapping rows lost their
   Data Aug Bound; reverted.)

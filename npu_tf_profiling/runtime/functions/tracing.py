@@ -70,16 +70,19 @@ def tracing_context(graph_name: str) -> TracingContext:
     return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit, caller)
 
 
-def in_loop_body(graph: Any) -> bool:
-    """Whether `graph` is a loop's body or is traced inside one (TensorFlow may then run its calls at once).
+def traced_in_loop_body(graph: Any) -> bool:
+    """Whether `graph`, a function's, is traced inside a loop's body: TensorFlow may then run its calls
+    at once (a `tf.range` loop of steps runs the next call while the last one ends).
 
-    A function traced inside a loop's body has that body among its `outer_graph`s; `while_v2` names
-    its body graphs ``while_body_<n>`` (TensorFlow 2.15 and 2.21).
+    Such a function has the body among its `outer_graph`s; `while_v2` names its body graphs
+    ``while_body_<n>`` (TensorFlow 2.15 and 2.21). A loop's body itself is not counted: its
+    iterations' rows were seen in order (Keras 2's `steps_per_execution` loop).
     """
-    while graph is not None:
-        if _LOOP_BODY_NAME in (getattr(graph, "name", "") or ""):
+    outer = getattr(graph, "outer_graph", None)
+    while outer is not None:
+        if _LOOP_BODY_NAME in (getattr(outer, "name", "") or ""):
             return True
-        graph = getattr(graph, "outer_graph", None)
+        outer = getattr(outer, "outer_graph", None)
     return False
 
 

@@ -51,7 +51,7 @@ from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import watch
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
 from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
-from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, WHILE_BODY, TracingContext, in_loop_body, tracing_context
+from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, WHILE_BODY, TracingContext, traced_in_loop_body, tracing_context
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.recorder import read_in_the_background
 from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
@@ -130,7 +130,7 @@ class StepTransform:
         if points is None or points.iteration_end is None:
             return
         model = self._model_for(context.function_key, context.function_name, points.to_dict(), chosen.fallbacks, source)
-        probes = self._add_probes(graph, points, discovery, model, source, user_bp=chosen.user_bp, in_loop=in_loop_body(graph))
+        probes = self._add_probes(graph, points, discovery, model, source, user_bp=chosen.user_bp, in_loop=traced_in_loop_body(graph))
         if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)
             CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
         if fed is not None:
@@ -152,7 +152,7 @@ class StepTransform:
         if model.feeds is None:
             model.reads_in_loop = True
             model.feeds = FedBatches(reason="")  # until linked, its reads go nowhere (bounded queues)
-        self._add_probes(graph, points, discovery, model, source, user_bp=False, in_loop=in_loop_body(graph))
+        self._add_probes(graph, points, discovery, model, source, user_bp=False, in_loop=traced_in_loop_body(graph))
 
     def _add_probes(self, graph: tf.Graph, points: TracePoints, discovery: Discovery, model: FunctionModel,
                     source: CollectionSource, user_bp: bool, in_loop: bool) -> GraphProbes:
