@@ -84,6 +84,15 @@ def test_a_long_run_is_binned_keeps_its_spike_and_the_page_says_so(tmp_path) -> 
     assert not re.findall(r"<script[^>]*\bsrc=|<link\b|<img\b|<iframe\b", page)  # plotly.js inline, nothing fetched
 
 
+def test_a_long_first_iteration_does_not_flatten_the_phases_chart(tmp_path) -> None:
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=40, spikes={0: 40_000.0}))  # the first: its set-up
+    out = tmp_path / "page.html"
+    assert main(["view", str(prof), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "1 iteration(s) left out of them run past it (Iteration ID 1: 40,900 µs)" in page
+    assert '"range":[0,1150.0]' in page  # the steady 1,000 µs iterations, plus headroom
+
+
 def test_a_short_run_draws_every_iteration(tmp_path) -> None:
     prof = make_prof_dir(tmp_path, {0: iterations(30, phases=PHASES)})
     assert main(["view", str(prof)]) == 0

@@ -26,6 +26,8 @@ COLORS = {
     ph.ITERATION_TIME: "#333333",
 }
 US = "µs"
+SCALE_HEADROOM = 1.15  # above the statistics' longest iteration, when the phases chart is cut (`_scale_for`)
+MAX_NAMED_ABOVE = 3
 
 
 def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], heading: Optional[str] = None) -> None:
@@ -56,8 +58,9 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any) -> None:
     if note:
         page.paragraph(note + " The 'slowest in bin' line is each bin's largest Iteration Time; the distribution, "
                        "percentiles and slowest iterations below use every iteration.", "note")
-    page.chart(phases_figure(ids, values, binning))
     _, used, _ = sm.basis_rows(rows)
+    y_max = _scale_for(page, ids, values[ph.ITERATION_TIME], ph.phase_values(used)[ph.ITERATION_TIME])
+    page.chart(phases_figure(ids, values, binning, y_max))
     basis = "steady iterations" if model.basis == sm.BASIS_STEADY else "all timed iterations"
     dist = ph.distribution(ph.phase_values(used)[ph.ITERATION_TIME])
     if dist is not None:
@@ -67,8 +70,27 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any) -> None:
         add_slowest(page, slow, basis)
 
 
-def phases_figure(ids: np.ndarray, values: dict[str, np.ndarray], binning: ph.Binning) -> dict[str, Any]:
-    """The phases stacked over Iteration ID, with the Iteration Time line on top."""
+def _scale_for(page: Page, ids: np.ndarray, times: np.ndarray, basis_times: np.ndarray) -> Optional[float]:
+    """The phases chart's height: the statistics' iterations', when those left out of them (the first, a
+    task-traced one) are over twice as long and would flatten the rest; the page names the ones cut."""
+    basis = basis_times[np.isfinite(basis_times)]
+    if not len(basis):
+        return None
+    top = float(basis.max()) * SCALE_HEADROOM
+    above = np.flatnonzero(np.nan_to_num(times, nan=0.0) > 2 * float(basis.max()))
+    if not len(above):
+        return None
+    shown = ", ".join(f"Iteration ID {ids[i]}: {times[i]:,.0f} {US}" for i in above[:MAX_NAMED_ABOVE])
+    more = f", and {len(above) - MAX_NAMED_ABOVE} more" if len(above) > MAX_NAMED_ABOVE else ""
+    page.paragraph(f"The phases chart is scaled to the iterations the statistics use (up to {top:,.0f} {US}); "
+                   f"{len(above)} iteration(s) left out of them run past it ({shown}{more}): the first iteration's "
+                   "set-up, or a task-traced one. Drag on the axis to see them.", "note")
+    return top
+
+
+def phases_figure(ids: np.ndarray, values: dict[str, np.ndarray], binning: ph.Binning,
+                  y_max: Optional[float] = None) -> dict[str, Any]:
+    """The phases stacked over Iteration ID, with the Iteration Time line on top (cut at `y_max` when given)."""
     x = binning.first(ids)
     data: list[dict[str, Any]] = []
     for label, part in ph.segments(values).items():
@@ -83,7 +105,9 @@ def phases_figure(ids: np.ndarray, values: dict[str, np.ndarray], binning: ph.Bi
                      "y": _rounded(binning.max(values[ph.ITERATION_TIME])), "line": {"width": 1, "dash": "dot", "color": "#888"}})
     title = "Phases of each iteration" + (f" (means of {binning.size} iterations)" if binning.binned else "")
     return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "Iteration ID"}},
-                                     "yaxis": {"title": {"text": US}, "rangemode": "tozero"}, "hovermode": "x unified",
+                                     "yaxis": {"title": {"text": US}, "rangemode": "tozero",
+                                               **({"range": [0, y_max]} if y_max is not None else {})},
+                                     "hovermode": "x unified",
                                      "legend": {"orientation": "h", "y": -0.2}}}
 
 
