@@ -36,8 +36,8 @@ def _ranks(what: str) -> EagerRanks | None:
         return None
     ranks = joined()
     if ranks is None:
-        raise NotJoinedError(f"npu_device.distribute.{what} with RANK_SIZE={ctx.workers_num}: npu_device.open() "
-                             "did not join the ranks")
+        raise NotJoinedError(f"npu_device.distribute.{what} with RANK_SIZE={ctx.workers_num}: this handle did not "
+                             "join the ranks; get it from npu_device.open(), which joins them (TF_CONFIG or RANK_TABLE_FILE)")
     return ranks
 
 

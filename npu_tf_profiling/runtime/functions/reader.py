@@ -153,8 +153,9 @@ class FunctionModel:
         """The last run number whose rows may be recorded now: none after a run still waited for.
 
         A function's row takes its run number just before it is written (`ring`): a counted run
-        whose row is not there yet (`settled` False) is being written, and later runs wait with it. A step fed by its caller waits for the caller's row
-        (`fed_batches`). Each waits at most WAIT_S; then it goes as it is (a missing row is lost).
+        whose row is not there yet (`settled` False) is being written, and later runs wait with it.
+        A step fed by its caller waits for the caller's row (`fed_batches`). Each waits at most
+        WAIT_S; then it goes as it is (a missing row is lost).
         """
         now = time.time()
         waiting = keys[~settled]
