@@ -6,8 +6,12 @@ the run number and the global step after its update, whatever the key.
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import tensorflow.compat.v1 as tf
+
+from npu_tf_profiling.runtime.recorder import _RingReads
 
 from tests.models import dense, profiling_config, session_mlp
 from tests.trace_files import only_prof_dir, raw_records
@@ -170,3 +174,37 @@ def test_a_new_session_of_a_graph_on_the_same_server(tmp_path) -> None:
     assert [r["run"] for r in records] == list(range(1, 9))
     assert [r["step"] for r in records] == [1, 2, 3, 4, 1, 2, 3, 4]  # init set the step back to 0
     assert not [n for n in _notes(tmp_path) if "not recorded" in n]
+
+
+def test_a_run_ending_during_a_background_drain_keeps_every_row(tmp_path, monkeypatch) -> None:
+    """The reader thread's drain races the training thread: a run finishes between the drain's look at the
+    runs issued and its read of the step. Every row must still be read, under its own run number (seen once
+    in a fresh-clone suite run: step 64's row skipped, and every later row numbered one run early)."""
+    runs = threading.Condition()
+    finished = [0]
+    raced = threading.Event()
+    original = _RingReads.progress
+
+    def progress_after_one_more_run(self: _RingReads) -> int:
+        if threading.current_thread() is not threading.main_thread() and not raced.is_set():
+            raced.set()
+            with runs:  # the training thread finishes a run now, after this drain looked at the runs issued
+                seen = finished[0]
+                runs.wait_for(lambda: finished[0] > seen, timeout=10)
+        return original(self)
+
+    monkeypatch.setattr(_RingReads, "progress", progress_after_one_more_run)
+    graph = tf.Graph()
+    train_op, _, init, _ = session_mlp(graph)
+    with tf.Session(graph=graph, config=profiling_config(tmp_path, single_thread=False)) as sess:
+        sess.run(init)
+        for _ in range(40):
+            sess.run(train_op)
+            with runs:
+                finished[0] += 1
+                runs.notify_all()
+            if not raced.is_set():
+                time.sleep(0.05)  # the reader turns every 0.5 s
+        assert raced.is_set()
+    records = raw_records(tmp_path)
+    assert [(r["run"], r["step"]) for r in records] == [(i, i) for i in range(1, 41)]

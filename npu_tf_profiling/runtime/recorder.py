@@ -104,7 +104,7 @@ class Recorder:
         if probes is not None:
             # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
             # drain now, before this session's first iteration, not in the middle of training.
-            self._guarded(lambda: self._read_ring(0))  # reads nothing: no row of this session is written yet
+            self._guarded(lambda: self._read_ring(settled=True))  # reads nothing: no row of this session is written yet
         # Runs the graph's counter already holds are not this session's: a server keeps a graph's ring
         # across sessions (a session recovered on the same graph), and this one's runs follow them.
         self._seq_origin = self._seq_done = self.issued
@@ -216,7 +216,7 @@ class Recorder:
             return
         try:
             self._poll()
-            self.drain()
+            self.drain(settled=False)
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             if not self.closed:  # a session closed behind the wrapper's back just stops being read
                 self._on_error(exc)
@@ -225,24 +225,26 @@ class Recorder:
         self._check_at = self.issued + 1
 
     # ----- draining the ring ------------------------------------------------------------------
-    def drain(self, wait: bool = False) -> None:
+    def drain(self, wait: bool = False, settled: bool = True) -> None:
         """Read the rows written since the last drain, record them, and let the windows act on them.
 
         Another thread draining this session takes these rows too, so this one returns
-        at once, unless `wait` (at close, which must not miss the last rows).
+        at once, unless `wait` (at close, which must not miss the last rows). `settled`: called
+        by the training thread between its runs (none of its runs in flight); the reader thread's
+        turns are not (see `_step_keys`).
         """
         probes = self._probes
         if probes is None or not self._draining.acquire(blocking=wait):
             return
         try:
             if not self.closed:
-                self._drain_locked(probes)
+                self._drain_locked(probes, settled)
         finally:
             self._draining.release()
 
-    def _drain_locked(self, probes: GraphProbes) -> None:
+    def _drain_locked(self, probes: GraphProbes, settled: bool) -> None:
         self._runs_at_drain = max(self.issued, 1)
-        fresh = self._read_ring(self.issued)
+        fresh = self._read_ring(settled)
         if not len(fresh):
             return
         seqs = fresh[:, 0].astype(np.int64)
@@ -264,10 +266,10 @@ class Recorder:
         self._record(fresh[mine], ids[mine])
         self._source.after_iteration(int(ids[-1]))
 
-    def _read_ring(self, through: int) -> np.ndarray:
+    def _read_ring(self, settled: bool) -> np.ndarray:
         """The rows after the last drained one, in order, as ``[seq, step?, stamps..., end]``.
 
-        `through`: the runs this session has issued (the last one may still be in
+        Up to the runs this session has issued (the last one may still be in
         flight). The newest rows may be in flight (a run on another thread): they wait
         for the next drain. A row missing before a complete one never comes (its run
         stopped between the key and the write; or more than RING_ROWS runs passed
@@ -275,10 +277,10 @@ class Recorder:
         """
         ring = self._probes.ring
         if ring.keyed_by_step:
-            keys, seqs = self._step_keys(through)
+            keys, seqs = self._step_keys(settled)
             _, rows = self._ring_reads.rows(keys % RING_ROWS)
         else:
-            keys = seqs = self._counter_keys(through)
+            keys = seqs = self._counter_keys(self.issued)
             count, rows = self._ring_reads.rows(keys % RING_ROWS)
             self.issued = max(self.issued, count)  # the graph's count also tells of runs made without this wrapper
         whole = rows[:, 0] == keys  # an absent row reads as NaN; an older lap's row has an older key
@@ -304,16 +306,25 @@ class Recorder:
         """The counter values (run numbers) after the last drained one up to `through`, at most RING_ROWS."""
         return np.arange(max(self._seq_done + 1, through - RING_ROWS + 1), max(through, self._seq_done) + 1, dtype=np.int64)
 
-    def _step_keys(self, through: int) -> tuple[np.ndarray, np.ndarray]:
+    def _step_keys(self, settled: bool) -> tuple[np.ndarray, np.ndarray]:
         """The global steps to read (the steps reached since the last drained one) and their run numbers.
 
         Every run of the train op adds one to the step, so the runs not yet drained
-        (`through` minus the drained ones) bound how far back to look: that also covers
-        the first drain, and a step the script set back (a checkpoint restored mid-run).
+        bound how far back to look: that also covers the first drain, and a step the
+        script set back (a checkpoint restored mid-run). They are counted *after* the
+        step is read: a run that ends between the two is then counted (counted before,
+        a run ending in between made the drain skip one row and number every later row
+        one run early). That count may hold a run still in flight, which is exact enough
+        to tell the last drained key is still behind the step; but taking the keys from
+        the count alone (the first drain, a step set back) needs no run in flight
+        (`settled`, the training thread's own drains). The reader thread's turn reads
+        nothing then, and the training thread's next drain does.
         """
         step = self._ring_reads.progress()
-        pending = max(through - self._seq_done, 0)
+        pending = max(self.issued - self._seq_done, 0)
         known = self._key_done is not None and step - pending <= self._key_done <= step
+        if not known and not settled:  # the reader thread's turn: the training thread's next drain reads them
+            return np.empty(0, np.int64), np.empty(0, np.int64)
         origin = self._key_done if known else step - pending
         keys = np.arange(max(origin, step - RING_ROWS) + 1, step + 1, dtype=np.int64)
         return keys, self._seq_done + keys - origin
