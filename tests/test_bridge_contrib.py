@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from npu_tf_profiling.bridge.contrib.areas import AREAS
 from npu_tf_profiling.bridge.contrib.paths import ContribRemovedError, resolve, serve_contrib
 from npu_tf_profiling.bridge.contrib.training import HParams
 from npu_tf_profiling.bridge.tf1_modules import tf1_name, with_tf1_names
@@ -209,7 +210,8 @@ def test_feeding_queue_runner_without_tensorflow_estimator_says_what_to_install(
     monkeypatch.setitem(sys.modules, "tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner", None)
     with pytest.raises(ModuleNotFoundError, match=r"FeedingQueueRunner is served from tensorflow-estimator.*pip install"):
         feeding_queue_runner.FeedingQueueRunner
-    assert contrib.training.HParams is HParams  # the area's other names do not need it
+    training_area = AREAS["tensorflow.contrib.training"]  # looked up anew: the area's other names do not need it
+    assert training_area.lookup("HParams") is HParams and callable(training_area.lookup("checkpoints_iterator"))
     with pytest.raises(AttributeError):
         feeding_queue_runner.QueueRunner
 
