@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from npu_tf_profiling.bridge.contrib.areas import AREAS
 from npu_tf_profiling.bridge.contrib.paths import ContribRemovedError, resolve, serve_contrib
 from npu_tf_profiling.bridge.contrib.training import HParams
 from npu_tf_profiling.bridge.tf1_modules import tf1_name, with_tf1_names
@@ -169,6 +170,50 @@ def test_hparams_parse_and_type_rules_of_tensorflow_1_15() -> None:
     assert restored.batch_size == 7 and json.loads(hparams.to_json())["layers"] == [8, 4, 2]
     assert hparams.get("missing", 5) == 5 and "batch_size" in hparams
     assert str(HParams(b=1, a=2)) == "[('a', 2), ('b', 1)]"
+
+
+def test_feeding_queue_runner_fills_a_queue_from_python_in_a_real_session() -> None:
+    """ADDA's input code: a FIFOQueue filled by a FeedingQueueRunner thread feeding a generator's values."""
+    from tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner import _FeedingQueueRunner
+
+    runner_class = contrib.training.FeedingQueueRunner
+    assert runner_class is _FeedingQueueRunner
+    deep = serve_contrib("tensorflow.contrib.training.python.training.feeding_queue_runner", ("FeedingQueueRunner",))
+    assert deep.FeedingQueueRunner is runner_class and "FeedingQueueRunner" in dir(contrib.training)
+    graph = tf.Graph()
+    with graph.as_default():
+        image = tf1.placeholder(tf.float32, [2])
+        label = tf1.placeholder(tf.int32, [])
+        queue = tf1.FIFOQueue(4, [tf.float32, tf.int32], shapes=[[2], []])
+        enqueue = queue.enqueue([image, label])
+
+        def feed():  # endless, as ADDA's `ImageDataset.feed(epochs=None)`
+            step = 0
+            while True:
+                yield {image: [step, -step], label: step}
+                step += 1
+        runner = runner_class(queue, [enqueue], feed_fns=[feed().__next__])
+        tf1.train.add_queue_runner(runner)
+        dequeued = queue.dequeue()
+        with tf1.Session() as sess:
+            coordinator = tf1.train.Coordinator()
+            threads = tf1.train.start_queue_runners(sess, coord=coordinator)
+            pairs = [sess.run(dequeued) for _ in range(6)]
+            coordinator.request_stop()
+            coordinator.join(threads, stop_grace_period_secs=5)  # the stop cancels the blocked enqueue: threads end
+    assert [(values.tolist(), int(step)) for values, step in pairs] == [([s, -s], s) for s in range(6)]
+
+
+def test_feeding_queue_runner_without_tensorflow_estimator_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npu_tf_profiling.bridge.contrib import feeding_queue_runner
+
+    monkeypatch.setitem(sys.modules, "tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner", None)
+    with pytest.raises(ModuleNotFoundError, match=r"FeedingQueueRunner is served from tensorflow-estimator.*pip install"):
+        feeding_queue_runner.FeedingQueueRunner
+    training_area = AREAS["tensorflow.contrib.training"]  # looked up anew: the area's other names do not need it
+    assert training_area.lookup("HParams") is HParams and callable(training_area.lookup("checkpoints_iterator"))
+    with pytest.raises(AttributeError):
+        feeding_queue_runner.QueueRunner
 
 
 def test_image_rotate_translate_and_transform_as_contrib_image() -> None:

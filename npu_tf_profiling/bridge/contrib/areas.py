@@ -13,7 +13,9 @@ served only from a maintained replacement with TensorFlow 1.15's meaning:
 - TensorFlow 2's own modules where contrib's names moved there unchanged
   (contrib.data -> tf.data.experimental, contrib.rnn -> tf.nn.rnn_cell, ...);
 - this package's modules (`bridge/contrib/*.py`) for the few names TensorFlow 2
-  dropped that stock ops rebuild (HParams, image.rotate, LSTMBlockCell, ...).
+  dropped that stock ops rebuild (HParams, image.rotate, LSTMBlockCell, ...),
+  or that another TensorFlow package still ships (FeedingQueueRunner, from
+  tensorflow-estimator, imported when used).
 """
 from __future__ import annotations
 
@@ -85,7 +87,8 @@ _LAYERS = Area(("tf_slim.layers",), deep="tf_slim.layers", needs_slim=True,  # l
                replacement="tf_slim.layers, or tf.compat.v1.layers / tf.keras.layers (feature columns: tf.feature_column)")
 _FRAMEWORK = Area((_OURS + "framework", "tf_slim.ops.variables"), deep="tf_slim.ops", needs_slim=True,
                   replacement="tf_slim (arg_scope, variables), tf.nest, tf.train.list_variables/load_checkpoint")
-_TRAINING = Area((_OURS + "training", "tf_slim.training.evaluation", "tf_slim.training.training"), deep="tf_slim.training",
+_TRAINING = Area((_OURS + "training", _OURS + "feeding_queue_runner", "tf_slim.training.evaluation",
+                  "tf_slim.training.training"), deep="tf_slim.training",
                  replacement=f"tf.train / tf.estimator; the training loops are tf_slim.training ({SLIM_INSTALL})")
 
 AREAS: dict[str, Area] = {
@@ -128,6 +131,7 @@ MODULE_ALIASES: dict[str, str] = {
     "tensorflow.contrib.learn.datasets.mnist": "npu_tf_profiling.bridge.mnist_input_data",
     "tensorflow.contrib.learn.python.learn.datasets.mnist": "npu_tf_profiling.bridge.mnist_input_data",
     "tensorflow.contrib.mixed_precision.python.loss_scale_manager": _OURS + "mixed_precision",
+    "tensorflow.contrib.training.python.training.feeding_queue_runner": _OURS + "feeding_queue_runner",
     "tensorflow.contrib.mixed_precision.python.loss_scale_optimizer": _OURS + "mixed_precision",
 }
 
