@@ -203,8 +203,9 @@ class _Builder:
             # layer reads only the batch and its weights), and its reads already wait on it (the
             # batch's first successors do): a second clock read would only add an op to the
             # step's path (about 2 µs measured per op on a 0.3 ms step). It is early by the reads
-            # and the executor's dispatch (14-20 µs against TensorFlow's profiler on a TF2 MLP step,
-            # tests/test_tf2_accuracy.py). A stamp after the reads that gates nothing was 2-5 µs off,
+            # and the executor's dispatch (median 5-11 µs against TensorFlow's profiler on a TF2 MLP
+            # step, tests/test_tf2_accuracy.py; 20-40 µs while the batch held every read of the step,
+            # see `first_successor_stamp`). A stamp after the reads that gates nothing was 2-5 µs off,
             # but now and then ran at the very end of the step (an ungated op may wait behind the
             # whole inline chain): worse than early, so not used; one that gates the op blocks fusion.
             stamp = also_after[0]
@@ -261,17 +262,20 @@ class _Builder:
         """The end of an async op (GetNext): made its only successor ready when it completes.
 
         TensorFlow hands every ready successor of an async op to its thread pool, in
-        edge order, and ours was added last; so each consumer waits on the stamp,
-        through its variable reads where it has some (a fused compute op keeps its
-        inputs), else directly, except a fusable compute op without reads.
+        edge order, and ours was added last; so each consumer waits on the stamp:
+        directly, except a fusable compute op (a control input would block its fusion),
+        which waits through its variable reads where it has some. Not through the reads
+        of any other consumer: in a `tf.function` the data input's successors include the
+        function's final NoOp (automatic control dependencies), whose inputs are every
+        stateful op, so an MLP's 452 optimizer and layer reads were all held behind the
+        batch, and all made ready at once, between the batch and the first layer.
         """
         stamp = self.stamp(_finished(op) + [also_after], name)
         for consumer in _consumers(op):
-            reads = [p for p in _producers(consumer) if _is_variable_read(p) and self._wait_is_safe(p, [op])]
-            if reads:
-                self.make_wait(reads, stamp)
-            elif consumer.type not in FUSED_COMPUTE_TYPES:
+            if consumer.type not in FUSED_COMPUTE_TYPES:
                 self.make_wait([consumer], stamp)
+                continue
+            self.make_wait([p for p in _producers(consumer) if _is_variable_read(p) and self._wait_is_safe(p, [op])], stamp)
         return stamp
 
 
