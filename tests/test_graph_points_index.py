@@ -151,6 +151,7 @@ def test_topological_order_of_a_shuffled_dag(count: int, rng: random.Random) -> 
 
 
 # ---------------------------------------------------------------- speed
+@pytest.mark.timing
 def test_index_and_discovery_speed_on_100k_ops() -> None:
     synthetic = synthetic_training_graph_def(100_000)
     assert len(synthetic.graph_def.node) > 90_000

@@ -22,12 +22,15 @@ import json
 import os
 
 import numpy as np
+import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_tf_profiling.config.session_proto import write_request
 from tests.models import session_mlp
 from tests.trace_files import only_prof_dir, raw_records
+
+pytestmark = pytest.mark.timing
 
 ITERATIONS = 100
 # TensorFlow's executor treats every kernel as expensive (dispatched to the thread pool) until

@@ -137,6 +137,7 @@ def test_storage_limit_reached_mid_run(tmp_path: Path) -> None:
 
 
 # ----- signals ------------------------------------------------------------------------------------------------------
+@pytest.mark.timing
 def test_sigterm_mid_run_loses_at_most_a_second_of_iterations(tmp_path: Path) -> None:
     seen, signalled_at, status = train_then_signal(tmp_path, signal.SIGTERM)
     assert status == -signal.SIGTERM  # the job ends as it would without profiling

@@ -33,6 +33,8 @@ import pytest
 
 from tests.trace_files import raw_records
 
+pytestmark = pytest.mark.timing
+
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_accuracy.py"
 WARMUP, ITERATIONS = 150, 100  # past the executor's first ~100 runs, where every kernel is sent to the thread pool
 MEDIAN_US = {"fp_start": 30.0, "bp_end": 30.0, "iteration_end": 30.0}  # regression guards (module docstring)
