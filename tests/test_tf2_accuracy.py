@@ -1,15 +1,16 @@
 """The TensorFlow 2 step trace against TensorFlow's own profiler on the same iterations.
 
-The issue's target is p95 within 20 µs. Measured on 2 cores (benchmarks/RESULTS.md,
-"TensorFlow 2 accuracy"): FP Start median 5.5-11 µs, p95 7.5-15 µs in 10 of 11 runs (79 µs
-in one): it is the batch's end stamp, early by the first layer's weight reads and the
-executor's dispatch (`probes.start_stamp`). BP End median 0.5-2 µs, but p95 50-100 µs in
-about half the runs, and Iteration End median 3-13 µs, p95 16-111 µs: in those runs 3-5 of
-the 100 calls had the BP stamp 50-110 µs after the last gradient (it waits on all 82
-gradient ops, none of which depends on all the others, so it becomes ready beside an update
-and may wait behind it or a thread wakeup), and the end stamp follows. So the test holds
-every median within 30 µs, FP Start's p95 within 100 µs and the others' within 150 µs, as
-regression guards, not as the target.
+The issue's target is p95 within 20 µs. TensorFlow's trace is read at two host tracer
+levels (tests/scripts/tf2_accuracy.py says why): FP Start against level 2, BP End and
+Iteration End against level 3, which holds every kernel. Measured on 2 cores
+(benchmarks/RESULTS.md, "TensorFlow 2 accuracy against complete traces"): FP Start median
+6.5-10.5 µs, p95 8.8-17 µs in 7 runs of 8 and 86 µs in one (it is the batch's end stamp,
+early by the first layer's weight reads and the executor's dispatch, `probes.start_stamp`);
+BP End median 1.3-2.5 µs, p95 2.5-4.5 µs in 3 runs of 4 and 93 µs in one; Iteration End
+median 1.8-2.5 µs, p95 2.8-3.8 µs in all 4. A p95 past 20 µs comes from a few calls of 100
+late by 50 µs or more, not diagnosed. So the test holds every
+median within 30 µs, FP Start's and BP End's p95 within 100 µs and Iteration End's within
+30 µs, as regression guards, not as the target.
 
 tests/scripts/tf2_accuracy.py profiles a custom `tf.function` step with the
 package while `tf.profiler.experimental` traces 100 of its calls, and prints
@@ -38,9 +39,12 @@ pytestmark = pytest.mark.timing
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_accuracy.py"
 WARMUP, ITERATIONS = 150, 100  # past the executor's first ~100 runs, where every kernel is sent to the thread pool
 MEDIAN_US = {"fp_start": 30.0, "bp_end": 30.0, "iteration_end": 30.0}  # regression guards (module docstring)
-P95_US = {"fp_start": 100.0, "bp_end": 150.0, "iteration_end": 150.0}
+P95_US = {"fp_start": 100.0, "bp_end": 100.0, "iteration_end": 30.0}
 LOADED_P95_FACTOR = 2.0
 POINTS = ("fp_start", "bp_end", "iteration_end")
+
+
+REFERENCE_LEVEL = {"fp_start": "2", "bp_end": "3", "iteration_end": "3"}  # the tracer level each point is read at
 
 
 @pytest.mark.timeout(300)
@@ -49,26 +53,26 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), str(WARMUP), str(ITERATIONS)], env=env,
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-    truth = json.loads(done.stdout.splitlines()[-1])
-    print("anchor error (us):", truth["anchor_error_us"])
-    assert truth["anchor_error_us"] < 10.0  # the clock mapping is good to a few µs (half an eager kernel run), or nothing below means much
+    windows = json.loads(done.stdout.splitlines()[-1])
+    print("anchor error (us):", {level: w["anchor_error_us"] for level, w in windows.items()})
+    # The clock mapping is good to a few µs (see the script), or nothing below means much.
+    assert all(w["anchor_error_us"] < 10.0 and len(w["calls"]) == ITERATIONS for w in windows.values())
+    assert all(c["bp_events"] == windows["3"]["bp_ops"] for c in windows["3"]["calls"])  # level 3: every gradient op
     rows = {r["run"]: r for r in raw_records(tmp_path)}
-    traced = [rows[truth["first_run"] + i] for i in range(ITERATIONS)]
-    assert len(truth["calls"]) == ITERATIONS
-    errors = {p: np.abs([row[p] - call[p] for row, call in zip(traced, truth["calls"]) if call[p] is not None]) for p in POINTS}
-    # TensorFlow's tracer loses some kernels' events (a few %); enough calls are left to compare. In one
-    # fresh-clone suite run it had no event at all of the fp op (0 of 100, the others whole; not reproduced
-    # alone): a point with none cannot be compared, and is left out with a line saying so, never two of them.
-    unseen = [p for p, e in errors.items() if len(e) == 0]
+    pairs = {p: [(rows[windows[level]["first_run"] + i], call) for i, call in enumerate(windows[level]["calls"])]
+             for p, level in REFERENCE_LEVEL.items()}
+    signed = {p: np.array([row[p] - call[p] for row, call in pairs[p] if call[p] is not None]) for p in POINTS}
+    # Level 2 may lack the fp op's event in a call (or, once in a fresh-clone suite run, in all 100 of them);
+    # level 3 has every kernel. A point with no events cannot be compared: left out with a line saying so.
+    unseen = [p for p, e in signed.items() if len(e) == 0]
     if unseen:
         print(f"tf.profiler's trace holds no event of {unseen}: not compared this run")
-    errors = {p: e for p, e in errors.items() if len(e)}
-    assert len(unseen) <= 1 and all(len(e) >= 0.75 * ITERATIONS for e in errors.values()), {p: len(e) for p, e in errors.items()}
-    p95 = {p: float(np.percentile(e, 95)) for p, e in errors.items()}
-    medians = {p: float(np.median(e)) for p, e in errors.items()}
-    signed = {p: float(np.median([row[p] - call[p] for row, call in zip(traced, truth["calls"]) if call[p] is not None]))
-              for p in errors}
-    print("|row - tf.profiler| (us): p95", p95, "median", medians, "signed median", signed, "load", os.getloadavg()[0])
+    signed = {p: e for p, e in signed.items() if len(e)}
+    assert len(unseen) <= 1 and all(len(e) >= 0.75 * ITERATIONS for e in signed.values()), {p: len(e) for p, e in signed.items()}
+    p95 = {p: float(np.percentile(np.abs(e), 95)) for p, e in signed.items()}
+    medians = {p: float(np.median(np.abs(e))) for p, e in signed.items()}
+    print("|row - tf.profiler| (us): p95", p95, "median", medians,
+          "signed median", {p: float(np.median(e)) for p, e in signed.items()}, "load", os.getloadavg()[0])
     factor = 1 if os.getloadavg()[0] <= (os.cpu_count() or 1) else LOADED_P95_FACTOR
-    for point in errors:
+    for point in signed:
         assert medians[point] <= MEDIAN_US[point] and p95[point] <= factor * P95_US[point], (point, medians, p95)
