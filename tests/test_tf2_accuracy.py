@@ -57,7 +57,9 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path) -> None:
     print("anchor error (us):", {level: w["anchor_error_us"] for level, w in windows.items()})
     # The clock mapping is good to a few µs (see the script), or nothing below means much.
     assert all(w["anchor_error_us"] < 10.0 and len(w["calls"]) == ITERATIONS for w in windows.values())
-    assert all(c["bp_events"] == windows["3"]["bp_ops"] for c in windows["3"]["calls"])  # level 3: every gradient op
+    # Level 3 has every kernel: the same gradient-op events in every call (all 10 on TF 2.15; on 2.21 only 4 of
+    # the graph's 10 run under their names, Grappler having rewritten the others).
+    assert len({c["bp_events"] for c in windows["3"]["calls"]}) == 1 and windows["3"]["calls"][0]["bp_events"] > 0
     rows = {r["run"]: r for r in raw_records(tmp_path)}
     pairs = {p: [(rows[windows[level]["first_run"] + i], call) for i, call in enumerate(windows[level]["calls"])]
              for p, level in REFERENCE_LEVEL.items()}
