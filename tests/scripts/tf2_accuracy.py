@@ -143,4 +143,4 @@ truth = {}
 for level, (anchors, logdir) in windows.items():
     truth[str(level)] = {"first_run": first_run, **window_truth(anchors, logdir)}
     first_run += iterations
-print(json.dumps(truth))
+print(json.dumps({"tensorflow": tf.__version__, "windows": truth}))
