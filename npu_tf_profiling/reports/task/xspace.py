@@ -17,7 +17,7 @@ The messages are declared from the field numbers of
     XEvent         { int64 metadata_id = 1; int64 offset_ps = 2; int64 duration_ps = 3; }
     XEventMetadata { int64 id = 1; string name = 2; }
 
-On the host plane ("/host:CPU", host tracer level 2) each line is a thread,
+On the host plane ("/host:CPU", host tracer level 3) each line is a thread,
 and a kernel run is an event named "<op name>:<op type>"; the runtime's own
 scopes ("ExecutorState::Process", "EagerLocalExecute: Timestamp") are not
 kernels. ``tests/test_tf2_xspace.py`` holds this reading against
