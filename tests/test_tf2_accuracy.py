@@ -6,9 +6,10 @@ Iteration End against level 3, which holds every kernel. Measured on 2 cores
 (benchmarks/RESULTS.md, "TensorFlow 2 accuracy against complete traces"): FP Start median
 6.5-10.5 µs, p95 8.8-17 µs in 7 runs of 8 and 86 µs in one (it is the batch's end stamp,
 early by the first layer's weight reads and the executor's dispatch, `probes.start_stamp`);
-BP End median 1.3-2.5 µs, p95 2.5-4.5 µs in 3 runs of 4 and 93 µs in one; Iteration End
-median 1.8-2.5 µs, p95 2.8-3.8 µs in all 4. A p95 past 20 µs comes from a few calls of 100
-late by 50 µs or more, not diagnosed. On TF 2.21 (`make check-latest`) the medians are the
+BP End median 5-8.5 µs, p95 13-22 µs (the stamp waits on every gradient, and becomes ready
+beside the last one's update: `probes.last_of_stamp`); Iteration End median 1.5-3.3 µs, p95
+2.5-4.3 µs. FP Start's p95 past 20 µs came from a few calls of 100 late by 50 µs or more, not
+diagnosed. On TF 2.21 (`make check-latest`) the medians are the
 same (FP Start 5-11 µs, BP End 1-2, Iteration End 1-15) but the tail is heavier, not
 diagnosed: in 4 runs of 8, FP Start or Iteration End had a p95 of 100-293 µs, and level 3
 lost some gradient events (calls with 4 to 9 of them). So the test holds every median
