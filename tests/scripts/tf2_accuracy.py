@@ -12,11 +12,11 @@ call is often not in it and that call's BP or iteration end reads early. Level 3
 every kernel, each with its own trace event, which lengthens every interval made of
 kernels: FP Start's (the first layer's weight reads run between the stamp and the
 layer). So the test reads FP Start against level 2 and BP End and the iteration end
-against level 3, and the script gives both windows. Each is read back here (with the
-package's XPlane reader), and the script prints one JSON line: per window, for each traced call, in call order,
-TensorFlow's times in µs since the epoch of the step's fp op start, the end of the
-last bp gradient op, and the end of the last model op the iteration end waits on;
-and the window's first run number. The test compares them with the package's rows.
+against level 3, and the script gives both windows. Each is read back here (with
+the package's XPlane reader), and the script prints one JSON line: per window, for
+each traced call, in call order, TensorFlow's times in µs since the epoch of the
+step's fp op start, the end of the last bp gradient op, and the end of the last
+model op the iteration end waits on; and the window's first run number. The test compares them with the package's rows.
 
 The trace's times are relative to the profiler's start; the epoch offset comes
 from eager `tf.timestamp()` calls made inside the trace between the steps: each
@@ -135,7 +135,7 @@ def window_truth(anchors: list[float], logdir: str) -> dict:
             "iteration_end": max(end) + offset if end else None,
             "bp_events": len(bp),
         })
-    return {"calls": calls, "anchor_error_us": anchor_error, "bp_ops": len(bp_ops)}
+    return {"calls": calls, "anchor_error_us": anchor_error}
 
 
 first_run = warmup + 1

@@ -20,7 +20,7 @@ The messages are declared from the field numbers of
 On the host plane ("/host:CPU", host tracer level 3) each line is a thread,
 and a kernel run is an event named "<op name>:<op type>"; the runtime's own
 scopes ("ExecutorState::Process", "EagerLocalExecute: Timestamp") are not
-kernels. ``tests/test_tf2_xspace.py`` holds this reading against
+kernels. ``tests/test_tf2_tasks.py`` holds this reading against
 TensorFlow's own conversion of the same trace.
 
 Times in the trace are the profiler's own clock. The record carries the eager

@@ -2,8 +2,8 @@
 
 A `tf.function` call gives no RunMetadata, so the per-op times of a profiled
 step's calls come from `tf.profiler.experimental` (host tracer level 3: every
-kernel run, with its thread; `HOST_TRACER_LEVEL` says why not 2). The profiler runs only while the calls the
-collection wants tasks for run (`Collection.wants`, the window of
+kernel run, with its thread; `HOST_TRACER_LEVEL` says why not 2). The profiler
+runs only while the calls the collection wants tasks for run (`Collection.wants`, the window of
 ``start_step``/``stop_step``, or every step without one): it is started before
 the first such call and stopped after the last, or every `CALLS_PER_SESSION`
 calls, so its buffer stays bounded. At each stop its trace (an XSpace) is read
@@ -38,8 +38,8 @@ from npu_tf_profiling.runtime.profiling_run import before_exit_reports
 
 CALLS_PER_SESSION = 50
 # Level 3, not 2: level 2 records only the kernels TensorFlow's cost model counts as expensive (measured on
-# an MLP step: 14 to 61 of its 379 kernels a call, varying call to call; a small step's calls could have
-# none). Level 3 records every kernel run, as a Session's FULL_TRACE step stats do.
+# an MLP step: 14 to 61 of its 379 kernels a call, varying call to call). Level 3 records every kernel
+# run, as a Session's FULL_TRACE step stats do.
 HOST_TRACER_LEVEL = 3
 BUSY_NOTE = ("task_trace: TensorFlow's profiler was already running (the script's own tf.profiler?), so the TensorFlow 2 "
              "steps' tasks of this window were not captured")
