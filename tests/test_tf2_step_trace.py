@@ -106,9 +106,9 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
     info = info_of(tmp_path)
     for model_id, model_rows in grouped.items():
         ids = [int(r["Iteration ID"]) for r in model_rows]
-        # A tf.range loop (loop_outer; Keras 2's steps_per_execution loop) runs its iterations' calls in parallel where their data allow: two steps' rows may
+        # A tf.range loop runs its iterations' calls in parallel where their data allow: two steps' rows may
         # take their run numbers in the other order (README, "TensorFlow 2"). Every step is there once.
-        assert (sorted(ids) if style in ("loop_outer", "fit_spe") else ids) == list(range(1, per_model + 1))
+        assert (sorted(ids) if style == "loop_outer" else ids) == list(range(1, per_model + 1))
         function = info["models"][model_id]["function"]
         has_getnext = [r["GetNext Time(us)"] != "N/A" for r in model_rows]
         expected = _getnext_rows(style, function, model_rows)
