@@ -130,7 +130,8 @@ class StepTransform:
         if points is None or points.iteration_end is None:
             return
         model = self._model_for(context.function_key, context.function_name, points.to_dict(), chosen.fallbacks, source)
-        probes = self._add_probes(graph, points, discovery, model, source, user_bp=chosen.user_bp, in_loop=traced_in_loop_body(graph))
+        probes = self._add_probes(graph, points, discovery, model, source, user_bp=chosen.user_bp, in_loop=traced_in_loop_body(graph),
+                                  loop_body=context.kind == WHILE_BODY)
         if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)
             CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
         if fed is not None:
@@ -155,10 +156,10 @@ class StepTransform:
         self._add_probes(graph, points, discovery, model, source, user_bp=False, in_loop=traced_in_loop_body(graph))
 
     def _add_probes(self, graph: tf.Graph, points: TracePoints, discovery: Discovery, model: FunctionModel,
-                    source: CollectionSource, user_bp: bool, in_loop: bool) -> GraphProbes:
+                    source: CollectionSource, user_bp: bool, in_loop: bool, loop_body: bool = False) -> GraphProbes:
         clock, clock_note = process_clock()
         probes = build_probes(graph, points, discovery.index, user_bp=user_bp, may_rewire=True, clock=clock,
-                              tables=model.tables, count_lock=in_loop)
+                              tables=model.tables, count_lock=in_loop, in_a_loop=in_loop or loop_body)
         if not probes.gated:  # the iteration end could not wait on the row's write: the function runs it itself
             graph.control_outputs.append(probes.ring.write)
         model.add_trace(probes.shape, probes.ring.row_width)
