@@ -17,7 +17,6 @@ else ``PROFILING_MODE=true`` / ``PROFILING_OPTIONS``, else
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from typing import Any, Mapping
 
@@ -38,26 +37,37 @@ _source: Any = None
 _source_decided = False
 
 
-def install_function_transform(tensorflow_module: Any = None) -> str | None:
-    """Put the transform into TensorFlow's list (once); the reason when it cannot be, else None."""
+def install_function_transform() -> str | None:
+    """Put the transform into TensorFlow's list (once); the reason when it cannot be, else None.
+
+    The lock guards the state only, never the import: called before TensorFlow is loaded
+    (`start_tf2_profiling` ahead of ``import tensorflow``), the import runs TensorFlow's
+    session module, whose load hook calls this function again in the same thread, and a
+    lock held across it would deadlock the script at its first line (it did).
+    """
     global _installed, _not_installed
     with _lock:
         if _installed is not None or _not_installed is not None:
             return _not_installed
-        version = _version(sys.modules.get("tensorflow"))
+    try:
+        import importlib
+
+        transforms = importlib.import_module(TRANSFORM_MODULE).FUNC_GRAPH_TRANSFORMS
+        missing = None
+    except (ImportError, AttributeError) as exc:
+        transforms, missing = None, f"TensorFlow's graph-transform hook ({TRANSFORM_MODULE}.FUNC_GRAPH_TRANSFORMS) is missing ({exc})"
+    with _lock:
+        if _installed is not None or _not_installed is not None:  # installed by the load hook during that import
+            return _not_installed
+        version = _tensorflow_version()
         if version is not None and version[:2] not in CHECKED_VERSIONS:
             _not_installed = f"TensorFlow {'.'.join(map(str, version))} is not one this package was checked with (2.15 to 2.21)"
-            return _not_installed
-        try:
-            import importlib
-
-            transforms = importlib.import_module(TRANSFORM_MODULE).FUNC_GRAPH_TRANSFORMS
-        except (ImportError, AttributeError) as exc:
-            _not_installed = f"TensorFlow's graph-transform hook ({TRANSFORM_MODULE}.FUNC_GRAPH_TRANSFORMS) is missing ({exc})"
-            return _not_installed
-        _installed = _LoadedOnFirstTrace()
-        transforms.append(_installed)
-    return None
+        elif transforms is None:
+            _not_installed = missing
+        else:
+            _installed = _LoadedOnFirstTrace()
+            transforms.append(_installed)
+        return _not_installed
 
 
 class _LoadedOnFirstTrace:
@@ -77,9 +87,18 @@ class _LoadedOnFirstTrace:
         self._transform(graph)
 
 
-def _version(module: Any) -> tuple[int, ...] | None:
-    text = getattr(module, "__version__", None)
-    if not text:
+def _tensorflow_version() -> tuple[int, ...] | None:
+    """TensorFlow's (major, minor), or None when it cannot be read.
+
+    From ``tensorflow.python.framework.versions``, not ``tensorflow.__version__``: the load
+    hook runs while ``import tensorflow`` is still executing, before the top-level module
+    has its ``__version__`` (the check was never applied there, which is the usual path).
+    """
+    try:
+        from tensorflow.python.framework import versions
+
+        text = str(versions.__version__)
+    except (ImportError, AttributeError):
         return None
     parts = []
     for piece in text.split(".")[:2]:
