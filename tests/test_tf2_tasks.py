@@ -115,10 +115,16 @@ def assert_xspace_read_as_tensorflow_reads_it(prof: Path) -> None:
             for node in message.dev_stats[0].node_stats:  # the epoch ns of a kernel's start, to a float's last bit
                 near = (group_of.get((node.node_name, node.all_start_nanos + d)) for d in (0, -1, 1, -2, 2))
                 call_groups[index].add(next((g for g in near if g is not None), None))
-        # TensorFlow's grouping leaves a window's very first kernels without a group (its events have no group_id:
-        # seen on the first call only, its reads in the first ~130 µs, once they no longer wait for the batch).
-        # They lie in that call's span; every other kernel is grouped, one group per call.
-        assert all(None not in groups for index, groups in call_groups.items() if index > 0), call_groups
-        grouped = {index: groups - {None} for index, groups in call_groups.items()}
-        assert len(grouped) == len(calls) and all(len(groups) == 1 for groups in grouped.values()), call_groups
-        assert len({g for groups in grouped.values() for g in groups}) == len(calls)
+        # TensorFlow's grouping leaves some kernels without a group (their events have no group_id):
+        # - a window's very first kernels (seen on the first call only, its reads in the first ~130 µs,
+        #   once they no longer wait for the batch);
+        # - on TF 2.21, now and then, every kernel of the window's last call (2 runs of 4 on 2026-12-03; why TensorFlow
+        #   leaves them out is not known). Our split still gave that call all its kernels.
+        # Any other call is grouped whole, and no group spans two calls.
+        assert len(call_groups) == len(calls), call_groups
+        for index, groups in call_groups.items():
+            whole_call_ungrouped = groups == {None} and index == len(calls) - 1
+            assert whole_call_ungrouped or index == 0 or None not in groups, call_groups
+            assert whole_call_ungrouped or len(groups - {None}) == 1, call_groups
+        grouped = [g for groups in call_groups.values() for g in groups - {None}]
+        assert grouped and len(set(grouped)) == len(grouped), call_groups  # one group per call, none shared
