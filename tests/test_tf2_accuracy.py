@@ -3,19 +3,18 @@
 The issue's target is p95 within 20 µs. TensorFlow's trace is read at two host tracer
 levels (tests/scripts/tf2_accuracy.py says why): FP Start against level 2, BP End and
 Iteration End against level 3, which holds every kernel. Measured on 2 cores
-(benchmarks/RESULTS.md, "TensorFlow 2 accuracy against complete traces"): FP Start median
-6.5-10.5 µs, p95 8.8-17 µs in 7 runs of 8 and 86 µs in one (it is the batch's end stamp,
-early by the first layer's weight reads and the executor's dispatch, `probes.start_stamp`);
-BP End median 5-8.5 µs, p95 13-22 µs (the stamp waits on every gradient, and becomes ready
-beside the last one's update: `probes.last_of_stamp`); Iteration End median 1.5-3.3 µs, p95
-2.5-4.3 µs. FP Start's p95 past 20 µs came from a few calls of 100 late by 50 µs or more, not
-diagnosed. On TF 2.21 (`make check-latest`, measured while the since-reverted BP change of
-RESULTS.md was in) the medians were FP Start 5-11 µs, BP End 1-2, Iteration End 1-15, and the
-tail was heavier, not
-diagnosed: in 4 runs of 8, FP Start or Iteration End had a p95 of 100-293 µs, and level 3
-lost some gradient events (calls with 4 to 9 of them). So the test holds every median
-within 30 µs and every p95 within 200 µs (400 µs on TF 2.16+; one run in about 16 on 2.15
-failed a 100 µs bound, output not kept), as regression guards, not as the target.
+(benchmarks/RESULTS.md, "BP End: the update waits on the BP stamp again, outside loops"),
+9 runs on 2.15: FP Start median 2.3-10 µs, p95 3.3-5.5 µs in 7 runs and 15.8-50.1 in two (it
+is the batch's end stamp, early by the first layer's weight reads and the executor's dispatch,
+`probes.start_stamp`; the misses come from a few calls of 100 late by 50 µs or more, not
+diagnosed); BP End median 0.25-1.0 µs, p95 1.0-4.7 µs in 7 runs, 19.7 and 22.0 in two (the last
+gradient's update waits on the stamp: `probes.last_of_stamp`); Iteration End median 0.25-0.5 µs,
+p95 0.8-3.0 µs. On TF 2.21 (`make check-latest`, 8 runs) Iteration End's tail is heavier, with
+the code before that BP change too, not diagnosed: p95 4.3-107 µs, and one run's median 73.8 µs
+(it failed the median bound below); in the morning's runs level 3 also lost some gradient
+events (calls with 4 to 9 of them). So the test holds every median within 30 µs and every p95
+within 200 µs (400 µs on TF 2.16+; one run in about 16 on 2.15 failed a 100 µs bound, output
+not kept), as regression guards, not as the target.
 
 tests/scripts/tf2_accuracy.py profiles a custom `tf.function` step with the
 package while `tf.profiler.experimental` traces 100 of its calls, and prints

@@ -238,7 +238,7 @@ class _Builder:
         self.make_wait(_consumers(op), stamp)
         return stamp
 
-    def last_of_stamp(self, waits: list[Wait], also_after: list[tf.Tensor], name: str) -> tf.Tensor:
+    def last_of_stamp(self, waits: list[Wait], also_after: list[tf.Tensor], name: str, every_op_runs: bool = False) -> tf.Tensor:
         """The moment every op of `waits` has finished ("all gradients ready").
 
         When one of them (the last gradient) already depends on all the others, the stamp
@@ -247,15 +247,24 @@ class _Builder:
         next to the gradient's update, TensorFlow's executor would hand the update to its
         thread pool (a thread wakeup on the step's path: measured +100-250 µs per step in an
         MLP's first ~150 steps, while it still counts every kernel as expensive). Else (no
-        such op) it simply waits on all of them. (Making the last gradient's update wait on the
-        stamp there too, in a `tf.function`, gave BP End p95 2.5-4.5 µs against 13-22, but the
-        step-trace tests then failed now and then: reverted, benchmarks/RESULTS.md.)
+        such op) it waits on all of them; and where `every_op_runs` (a `tf.function`'s graph
+        without all-reduces, not in a loop: each call runs every gradient and update, so no run
+        can be made to run more), the topologically last gradient's consumers (its update) wait
+        on it too: they only wait a little longer for the other gradients, nearly always done by
+        then, and the stamp no longer waits behind that update (BP End against TensorFlow's
+        complete trace: p95 13-22 µs without this, tests/test_tf2_accuracy.py). Not in a loop's
+        body: there the held update let a call's iterations overlap (the `tf.range` loop's Data
+        Aug Bound broke in 2 runs of about 5, as the batch's reads did, `first_successor_stamp`).
         """
         ops = list(dict.fromkeys(w.op if isinstance(w, tf.Tensor) else w for w in waits))
         topo = self.index.topo_pos
         last = max(ops, key=lambda op: topo[self.index.id_of(op.name)]) if ops else None  # the only candidate
         if last is None or not {op.name for op in ops} <= self.index.ancestors([last.name]):
-            return self.stamp(waits + list(also_after), name)
+            stamp = self.stamp(waits + list(also_after), name)
+            if last is not None and every_op_runs:
+                feeding = self.index.ancestors([op.name for op in ops])  # a consumer among them would make a cycle
+                self.make_wait([c for c in _consumers(last) if c.name not in feeding], stamp)
+            return stamp
         stamp = self.stamp(_finished(last) + list(also_after), name)
         before = [last] + [t.op for t in also_after]
         self.make_wait([c for c in _consumers(last) if self._wait_is_safe(c, before)], stamp)
@@ -419,7 +428,9 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         else:
             # "All gradients ready": a consumer is rewired only where it already waits on every
             # gradient (see `last_of_stamp`); elsewhere that would add dependencies.
-            bp_stamp = builder.last_of_stamp(bp_waits, chain_tail, "bp_end")
+            every_op_runs = tables is not None and not builder.in_a_loop and not any(
+                n in on_path for group in points.all_reduce for n in group)
+            bp_stamp = builder.last_of_stamp(bp_waits, chain_tail, "bp_end", every_op_runs)
         stamps.append(bp_stamp)
         chain_tail = [bp_stamp]
     reduce_ends: list[tf.Tensor] = []
