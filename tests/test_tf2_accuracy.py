@@ -11,10 +11,11 @@ diagnosed); BP End median 0.25-1.0 µs, p95 1.0-4.7 µs in 7 runs, 19.7 and 22.0
 gradient's update waits on the stamp: `probes.last_of_stamp`); Iteration End median 0.25-0.5 µs,
 p95 0.8-3.0 µs. On TF 2.21 (`make check-latest`, 8 runs) Iteration End's tail is heavier, with
 the code before that BP change too, not diagnosed: p95 4.3-107 µs, and one run's median 73.8 µs
-(it failed the median bound below); in the morning's runs level 3 also lost some gradient
-events (calls with 4 to 9 of them). So the test holds every median within 30 µs and every p95
-within 200 µs (400 µs on TF 2.16+; one run in about 16 on 2.15 failed a 100 µs bound, output
-not kept), as regression guards, not as the target.
+(it failed the median bound); there the level-3 trace's events match only 7 to 26 of the ~330 ops
+the end waits on, and 3-4 of the 10 gradient ops, so on 2.16+ Iteration End is printed, not
+held. The test holds every other median within 30 µs and p95 within 200 µs (400 µs on TF
+2.16+; one run in about 16 on 2.15 failed a 100 µs bound, output not kept), as regression
+guards, not as the target.
 
 tests/scripts/tf2_accuracy.py profiles a custom `tf.function` step with the
 package while `tf.profiler.experimental` traces 100 of its calls, and prints
@@ -61,12 +62,18 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path) -> None:
     print("anchor error (us):", {level: w["anchor_error_us"] for level, w in windows.items()})
     # The clock mapping is good to a few µs (see the script), or nothing below means much.
     assert all(w["anchor_error_us"] < 10.0 and len(w["calls"]) == ITERATIONS for w in windows.values())
-    # Level 3 records every kernel run, but the tracer may still drop an event: on TF 2.15 every call had all 10
-    # gradient-op events in the runs measured; on 2.21, in one run, calls had 5 to 9 (Grappler renames some too).
-    # A call missing its last gradient's event reads BP End early: printed, not held.
-    print("gradient-op events a call at level 3:", sorted({c["bp_events"] for c in windows["3"]["calls"]}))
+    # Level 3 records every kernel run, but the tracer may still drop events: on TF 2.15 every call had all of them
+    # in the runs measured; on 2.21 calls had 4 to 9 of the 10 gradient ops, and in one run most calls had none of
+    # Adam's update kernels, so that run's Iteration End read 60 µs "late" (median). Every call runs the same ops,
+    # so a complete call holds as many events of a point's ops as the window's fullest call: only those are compared.
+    complete = {"bp_end": "bp_events", "iteration_end": "end_events"}
+    calls3 = windows["3"]["calls"]
+    fullest = {p: max(c[key] for c in calls3) for p, key in complete.items()}
+    print("level-3 calls with every event:", {p: sum(c[complete[p]] == fullest[p] for c in calls3) for p in complete},
+          "events a call:", {p: sorted({c[key] for c in calls3}) for p, key in complete.items()})
     rows = {r["run"]: r for r in raw_records(tmp_path)}
-    pairs = {p: [(rows[windows[level]["first_run"] + i], call) for i, call in enumerate(windows[level]["calls"])]
+    pairs = {p: [(rows[windows[level]["first_run"] + i], call) for i, call in enumerate(windows[level]["calls"])
+                 if p not in complete or call[complete[p]] == fullest[p]]
              for p, level in REFERENCE_LEVEL.items()}
     signed = {p: np.array([row[p] - call[p] for row, call in pairs[p] if call[p] is not None]) for p in POINTS}
     # Level 2 may lack the fp op's event in a call (or, once in a fresh-clone suite run, in all 100 of them).
@@ -75,12 +82,20 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path) -> None:
     if unseen:
         print(f"tf.profiler's trace holds no event of {unseen}: not compared this run")
     signed = {p: e for p, e in signed.items() if len(e)}
-    assert len(unseen) <= 1 and all(len(e) >= 0.75 * ITERATIONS for e in signed.values()), {p: len(e) for p, e in signed.items()}
+    held = set(signed)
+    if tf_2_16_or_later:
+        # A point TensorFlow's own trace is too incomplete to read from is printed, not held. So is Iteration End:
+        # there the level-3 trace's events match only 7 to 26 of the ~330 ops the end waits on a call (2.15: all of
+        # them), a subset varying from run to run (in one run none of Adam's updates; dropped events or other names,
+        # not diagnosed), so whole runs read it early by up to ~60 µs, which the fullest-call filter cannot see.
+        held -= {p for p, e in signed.items() if len(e) < 0.75 * ITERATIONS} | {"iteration_end"}
+        print(f"TF 2.16+: only {sorted(held)} held this run")
+    assert len(unseen) <= 1 and held and all(len(signed[p]) >= 0.75 * ITERATIONS for p in held), {p: len(e) for p, e in signed.items()}
     p95 = {p: float(np.percentile(np.abs(e), 95)) for p, e in signed.items()}
     medians = {p: float(np.median(np.abs(e))) for p, e in signed.items()}
     print("|row - tf.profiler| (us): p95", p95, "median", medians,
           "signed median", {p: float(np.median(e)) for p, e in signed.items()}, "load", os.getloadavg()[0])
     factor = 1 if os.getloadavg()[0] <= (os.cpu_count() or 1) else LOADED_P95_FACTOR
     bounds = {p: LATEST_P95_US for p in POINTS} if tf_2_16_or_later else P95_US
-    for point in signed:
+    for point in held:
         assert medians[point] <= MEDIAN_US[point] and p95[point] <= factor * bounds[point], (point, medians, p95)

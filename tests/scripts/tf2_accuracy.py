@@ -134,6 +134,7 @@ def window_truth(anchors: list[float], logdir: str) -> dict:
             "bp_end": max(bp) + offset if bp else None,
             "iteration_end": max(end) + offset if end else None,
             "bp_events": len(bp),
+            "end_events": len(end),  # a call missing some (TF 2.21 at level 3, now and then) reads the end early
         })
     return {"calls": calls, "anchor_error_us": anchor_error}
 
