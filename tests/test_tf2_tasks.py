@@ -118,13 +118,14 @@ def assert_xspace_read_as_tensorflow_reads_it(prof: Path) -> None:
         # TensorFlow's grouping leaves some kernels without a group (their events have no group_id):
         # - a window's very first kernels (seen on the first call only, its reads in the first ~130 µs,
         #   once they no longer wait for the batch);
-        # - on TF 2.21, now and then, every kernel of the window's last call (2 runs of 4 on 2026-12-03; why TensorFlow
-        #   leaves them out is not known). Our split still gave that call all its kernels.
+        # - now and then, some or all kernels of the window's last call (TF 2.21 `loop`: all of them, 2 runs of 4 on
+        #   2026-12-03; TF 2.15 `fit`: some, once in a fresh-clone suite run; why TensorFlow leaves them out is not
+        #   known). Our split still gave that call all its kernels (the kernel-for-kernel check above).
         # Any other call is grouped whole, and no group spans two calls.
         assert len(call_groups) == len(calls), call_groups
         for index, groups in call_groups.items():
-            whole_call_ungrouped = groups == {None} and index == len(calls) - 1
-            assert whole_call_ungrouped or index == 0 or None not in groups, call_groups
-            assert whole_call_ungrouped or len(groups - {None}) == 1, call_groups
+            last = index == len(calls) - 1
+            assert index == 0 or last or None not in groups, call_groups
+            assert len(groups - {None}) == 1 or (last and groups == {None}), call_groups
         grouped = [g for groups in call_groups.values() for g in groups - {None}]
         assert grouped and len(set(grouped)) == len(grouped), call_groups  # one group per call, none shared
