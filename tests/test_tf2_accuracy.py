@@ -62,10 +62,10 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path) -> None:
     print("anchor error (us):", {level: w["anchor_error_us"] for level, w in windows.items()})
     # The clock mapping is good to a few µs (see the script), or nothing below means much.
     assert all(w["anchor_error_us"] < 10.0 and len(w["calls"]) == ITERATIONS for w in windows.values())
-    # Level 3 records every kernel run, but the tracer may still drop events: on TF 2.15 every call had all of them
-    # in the runs measured; on 2.21 calls had 4 to 9 of the 10 gradient ops, and in one run most calls had none of
-    # Adam's update kernels, so that run's Iteration End read 60 µs "late" (median). Every call runs the same ops,
-    # so a complete call holds as many events of a point's ops as the window's fullest call: only those are compared.
+    # Level 3 records every kernel run, but the trace may still lack events: on TF 2.15 every call had all of them
+    # in the runs measured; on 2.21 calls had 3 to 9 of the 10 gradient ops. Every call runs the same ops, so a
+    # complete call holds as many events of a point's ops as the window's fullest call: only those are compared
+    # (a run whose every call lacks the same events passes this filter: see the 2.16+ rule below).
     complete = {"bp_end": "bp_events", "iteration_end": "end_events"}
     calls3 = windows["3"]["calls"]
     fullest = {p: max(c[key] for c in calls3) for p, key in complete.items()}

@@ -120,7 +120,7 @@ def assert_xspace_read_as_tensorflow_reads_it(prof: Path) -> None:
         #   once they no longer wait for the batch);
         # - now and then, some or all kernels of the window's last call (TF 2.21 `loop`: all of them, 2 runs of 4 on
         #   2026-12-03; TF 2.15 `fit`: some, once in a fresh-clone suite run; why TensorFlow leaves them out is not
-        #   known). Our split still gave that call all its kernels (the kernel-for-kernel check above).
+        #   known). Our split still puts that call's kernels in its own iteration (the task checks of the test).
         # Any other call is grouped whole, and no group spans two calls.
         assert len(call_groups) == len(calls), call_groups
         for index, groups in call_groups.items():

@@ -288,13 +288,9 @@ class _Builder:
         stamp = self.stamp(_finished(op) + [also_after], name)
         for consumer in _consumers(op):
             reads = [p for p in _producers(consumer) if _is_variable_read(p) and self._wait_is_safe(p, [op])]
-            if self.in_a_loop and reads:  # a loop's body keeps the reads behind the batch (see the docstring)
-                self.make_wait(reads, stamp)
-                continue
-            if consumer.type not in FUSED_COMPUTE_TYPES:
-                self.make_wait([consumer], stamp)
-                continue
-            self.make_wait(reads, stamp)
+            # Through its reads: a fusable op, and in a loop's body any consumer that has some (see the docstring).
+            through_reads = consumer.type in FUSED_COMPUTE_TYPES or (self.in_a_loop and bool(reads))
+            self.make_wait(reads if through_reads else [consumer], stamp)
         return stamp
 
 

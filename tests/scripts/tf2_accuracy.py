@@ -16,7 +16,8 @@ against level 3, and the script gives both windows. Each is read back here (with
 the package's XPlane reader), and the script prints one JSON line: per window, for
 each traced call, in call order, TensorFlow's times in µs since the epoch of the
 step's fp op start, the end of the last bp gradient op, and the end of the last
-model op the iteration end waits on; and the window's first run number. The test compares them with the package's rows.
+model op the iteration end waits on, with how many events of those ops the call has;
+and the window's first run number. The test compares them with the package's rows.
 
 The trace's times are relative to the profiler's start; the epoch offset comes
 from eager `tf.timestamp()` calls made inside the trace between the steps: each
