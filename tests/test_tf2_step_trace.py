@@ -108,7 +108,9 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
         ids = [int(r["Iteration ID"]) for r in model_rows]
         # A tf.range loop runs its iterations' calls in parallel where their data allow: two steps' rows may
         # take their run numbers in the other order (README, "TensorFlow 2"). Every step is there once.
-        assert (sorted(ids) if style == "loop_outer" else ids) == list(range(1, per_model + 1))
+        # Keras 2's steps_per_execution loop is such a loop too (fit_spe: run numbers out of order, e.g. 2, 1, 3, in 2 runs of that style
+        # of 22 on 2026-12-03, one a fresh-clone suite run, with its probes in loops wired as before that day).
+        assert (sorted(ids) if style in ("loop_outer", "fit_spe") else ids) == list(range(1, per_model + 1))
         function = info["models"][model_id]["function"]
         has_getnext = [r["GetNext Time(us)"] != "N/A" for r in model_rows]
         expected = _getnext_rows(style, function, model_rows)
