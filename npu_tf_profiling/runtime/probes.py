@@ -46,6 +46,8 @@ from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
 FED_INPUT_TYPES = ("Placeholder", "PlaceholderWithDefault")
 # Compute ops Grappler fuses with what follows; a control input on one would block that.
 FUSED_COMPUTE_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2dNative")
+# Ops that forward their inputs and that Grappler removes when nothing else holds them (`_consumers_past_forwarding`).
+_FORWARDING_TYPES = ("Identity", "IdentityN")
 
 Clock = Callable[[str], tf.Tensor]
 Wait = Union[tf.Tensor, tf.Operation]  # what a stamp waits on
@@ -249,10 +251,10 @@ class _Builder:
         MLP's first ~150 steps, while it still counts every kernel as expensive). Else (no
         such op) it waits on all of them; and where `every_op_runs` (a `tf.function`'s graph
         without all-reduces, not in a loop: each call runs every gradient and update, so no run
-        can be made to run more), the topologically last gradient's consumers (its update) wait
-        on it too: they only wait a little longer for the other gradients, nearly always done by
-        then, and the stamp no longer waits behind that update (BP End against TensorFlow's
-        complete trace: p95 13-22 µs without this, tests/test_tf2_accuracy.py). Not in a loop's
+        can be made to run more), the topologically last gradient's consumers (its update, past the
+        IdentityN Keras puts all gradients through: `_consumers_past_forwarding`) wait on it too:
+        they wait a little longer for the other gradients, nearly always done by then, and the
+        stamp no longer waits behind that update (tests/test_tf2_accuracy.py). Not in a loop's
         body: there the held update let a call's iterations overlap (the `tf.range` loop's Data
         Aug Bound broke in 2 runs of about 5, as the batch's reads did, `first_successor_stamp`).
         """
@@ -263,7 +265,7 @@ class _Builder:
             stamp = self.stamp(waits + list(also_after), name)
             if last is not None and every_op_runs:
                 feeding = self.index.ancestors([op.name for op in ops])  # a consumer among them would make a cycle
-                self.make_wait([c for c in _consumers(last) if c.name not in feeding], stamp)
+                self.make_wait([c for c in _consumers_past_forwarding(last) if c.name not in feeding], stamp)
             return stamp
         stamp = self.stamp(_finished(last) + list(also_after), name)
         before = [last] + [t.op for t in also_after]
@@ -322,6 +324,28 @@ def _consumers(op: tf.Operation) -> list[tf.Operation]:
         if not is_own_op(consumer.name):
             unique.setdefault(consumer.name, consumer)
     return list(unique.values())
+
+
+def _consumers_past_forwarding(op: tf.Operation) -> list[tf.Operation]:
+    """The ops that use `op`'s outputs, looking through the Identity/IdentityN ops that forward them.
+
+    Grappler removes them, unless one has a control input: Keras passes all of a step's gradients
+    through one IdentityN, and one on it made every update wait for the last gradient (Keras fit's
+    MLP: +12% a step, benchmarks/RESULTS.md). So only the uses of `op`'s own values wait.
+    """
+    found: dict[str, tf.Operation] = {}
+    tensors = list(op.outputs)
+    while tensors:
+        tensor = tensors.pop()
+        for consumer in tensor.consumers():
+            if is_own_op(consumer.name):
+                continue
+            if consumer.type in _FORWARDING_TYPES:
+                tensors += [consumer.outputs[i if consumer.type == "IdentityN" else 0]
+                            for i, t in enumerate(consumer.inputs) if t is tensor]
+            else:
+                found.setdefault(consumer.name, consumer)
+    return list(found.values())
 
 
 def _is_variable_read(op: tf.Operation) -> bool:
