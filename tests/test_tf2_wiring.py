@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from importlib.metadata import version
 import sys
 from pathlib import Path
 
@@ -37,19 +38,28 @@ graph = function.get_concrete_function(iterator).graph
 CUSTOM_STEP = TRAIN.format(steps=1) + "graph = train_step.get_concrete_function().graph\n"
 INSPECT = """
 own = "npu_tf_profiling"
-ops = [op for op in graph.get_operations() if own not in op.name]
-bp_end = [op for op in graph.get_operations() if op.type == "Timestamp" and op.name.endswith("bp_end")]
-print(json.dumps({
-    # (the function's output Identity waits on the row's write: it is the iteration end, never removed)
-    "forwarding_gated": [op.name for op in ops if op.type in ("Identity", "IdentityN")
-                         and any(c.type == "Timestamp" for c in op.control_inputs)],
-    "bp_gates": [[c.name, c.type] for s in bp_end for c in s._control_outputs if own not in c.name],
-}))
+definition = graph.as_graph_def()
+bodies = [definition.node] + [f.node_def for f in definition.library.function]  # and the functions it calls
+forwarding_gated, bp_gates = [], []
+for nodes in bodies:
+    kinds = {n.name: n.op for n in nodes}
+    for n in nodes:
+        waits = [i[1:] for i in n.input if i.startswith("^")]
+        if own in n.name:
+            continue
+        # (the function's output Identity waits on the row's write: it is the iteration end, never removed)
+        if n.op in ("Identity", "IdentityN") and any(kinds.get(w) == "Timestamp" for w in waits):
+            forwarding_gated.append(n.name)
+        if any(kinds.get(w) == "Timestamp" and w.endswith("bp_end") for w in waits):
+            bp_gates.append([n.name, n.op])
+print(json.dumps({"forwarding_gated": forwarding_gated, "bp_gates": bp_gates}))
 """
 
 
 @pytest.mark.parametrize("style", ["custom_step", "fit"])
 def test_the_bp_stamp_gates_the_last_gradients_update_not_keras_identity_of_all_gradients(tmp_path: Path, style: str) -> None:
+    if style == "fit" and int(version("keras").split(".")[0]) >= 3:
+        pytest.skip("Keras 3's train function is no tf.function whose graph a script can get; its custom step is checked")
     code = SETUP + (FIT if style == "fit" else CUSTOM_STEP) + INSPECT
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
