@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from importlib.metadata import version
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest

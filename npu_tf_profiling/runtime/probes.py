@@ -341,8 +341,7 @@ def _consumers_past_forwarding(op: tf.Operation) -> list[tf.Operation]:
             if is_own_op(consumer.name):
                 continue
             if consumer.type in _FORWARDING_TYPES:
-                tensors += [consumer.outputs[i if consumer.type == "IdentityN" else 0]
-                            for i, t in enumerate(consumer.inputs) if t is tensor]
+                tensors += [consumer.outputs[i] for i, t in enumerate(consumer.inputs) if t is tensor]  # output i forwards input i
             else:
                 found.setdefault(consumer.name, consumer)
     return list(found.values())
