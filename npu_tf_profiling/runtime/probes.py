@@ -33,24 +33,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence, Union
+from typing import Callable, Iterable, Sequence
 
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints
 from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE, is_own_op  # discovery leaves these ops out
 from npu_tf_profiling.raw_format.training_frame import MAX_GET_NEXT_PAIRS, RecordShape
+from npu_tf_profiling.runtime.op_neighbours import (
+    FED_INPUT_TYPES, Wait, consumers, consumers_past_forwarding, finished, is_variable_read, outside_control_flow, producers, task_of,
+)
 from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
 
-# Data inputs fed from Python (feed_dict) have no in-graph read to time.
-FED_INPUT_TYPES = ("Placeholder", "PlaceholderWithDefault")
 # Compute ops Grappler fuses with what follows; a control input on one would block that.
 FUSED_COMPUTE_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2dNative")
-# Ops that forward their inputs and that Grappler removes when nothing else holds them (`_consumers_past_forwarding`).
-_FORWARDING_TYPES = ("Identity", "IdentityN")
 
 Clock = Callable[[str], tf.Tensor]
-Wait = Union[tf.Tensor, tf.Operation]  # what a stamp waits on
 
 
 def timestamp_clock(name: str) -> tf.Tensor:
@@ -127,6 +125,7 @@ class _Builder:
     not_rewired: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _model_deps: dict[str, frozenset[str]] = field(default_factory=dict)
+    _descendants: dict[str, frozenset[str]] = field(default_factory=dict)  # of the model ops waits were asked about
 
     def gate(self, after: Iterable[Wait], name: str) -> list[tf.Operation]:
         """The ops to wait on to be after `after`: ops, stamps, and tensors (waited on as their ops).
@@ -183,8 +182,8 @@ class _Builder:
         An op another task runs (a parameter server's variable read or update) would wait
         on the stamp through a message between the tasks, an RPC on the step's path.
         """
-        task = _task_of(op)
-        return self.may_rewire and _outside_control_flow(op) and (self.home_task is None or task is None or task == self.home_task)
+        task = task_of(op)
+        return self.may_rewire and outside_control_flow(op) and (self.home_task is None or task is None or task == self.home_task)
 
     def start_stamp(self, op: tf.Operation, name: str, also_after: Sequence[tf.Tensor] = ()) -> tf.Tensor:
         """The moment `op` may start: after its inputs (and `also_after`), and before `op` itself.
@@ -194,9 +193,9 @@ class _Builder:
         then untouched, so Grappler can still fuse it (a control input on a MatMul or
         Conv2D would block its fusion with the bias and activation).
         """
-        producers = _producers(op)
-        before = [p for p in producers if not _is_variable_read(p)] + [t.op for t in also_after]
-        gates = [p for p in producers if _is_variable_read(p) and self._wait_is_safe(p, before)]
+        feeding = producers(op)
+        before = [p for p in feeding if not is_variable_read(p)] + [t.op for t in also_after]
+        gates = [p for p in feeding if is_variable_read(p) and self._wait_is_safe(p, before)]
         # A data input's outputs are waited on by its end stamp, which `also_after` then holds.
         covered = self.data_inputs if also_after else frozenset()
         inputs = [t for t in op.inputs if t.op not in gates and t.op.type not in FED_INPUT_TYPES and t.op.name not in covered]
@@ -230,14 +229,28 @@ class _Builder:
         needed = set().union(*(self._model_deps.get(op.name, frozenset({op.name})) for op in before))
         if not needed:
             return True
-        if needed <= self.index.ancestors([target.name]):
+        if self._depends_on_all(target.name, needed):
             return True
-        return _is_variable_read(target) and all(needed <= self.index.ancestors([c.name]) for c in _consumers(target))
+        return is_variable_read(target) and all(self._depends_on_all(c.name, needed) for c in consumers(target))
+
+    def _depends_on_all(self, name: str, needed: set[str]) -> bool:
+        """Whether op `name` depends on every op of `needed` (or is one): asked of hundreds of ops per graph.
+
+        Each needed op's descendants are walked once and kept. Asking for each target's ancestors
+        instead was a walk per question: on a 5,100-op MLP step, 3,376 walks took 2 s of its trace.
+        """
+        for op in needed:
+            below = self._descendants.get(op)
+            if below is None:
+                below = self._descendants[op] = frozenset(self.index.descendants([op]))
+            if name not in below:
+                return False
+        return True
 
     def end_stamp(self, op: tf.Operation, name: str) -> tf.Tensor:
         """The moment `op` has finished: after it, and before its consumers."""
-        stamp = self.stamp(_finished(op), name)
-        self.make_wait(_consumers(op), stamp)
+        stamp = self.stamp(finished(op), name)
+        self.make_wait(consumers(op), stamp)
         return stamp
 
     def last_of_stamp(self, waits: list[Wait], also_after: list[tf.Tensor], name: str, every_op_runs: bool = False) -> tf.Tensor:
@@ -252,7 +265,7 @@ class _Builder:
         such op) it waits on all of them; and where `every_op_runs` (a `tf.function`'s graph
         without all-reduces, not in a loop: each call runs every gradient and update, so no run
         can be made to run more), the topologically last gradient's consumers (its update, past the
-        IdentityN Keras puts all gradients through: `_consumers_past_forwarding`) wait on it too:
+        IdentityN Keras puts all gradients through: `op_neighbours.consumers_past_forwarding`) wait on it too:
         they wait a little longer for the other gradients, nearly always done by then, and the
         stamp no longer waits behind that update (tests/test_tf2_accuracy.py). Not in a loop's
         body: there the held update let a call's iterations overlap (the `tf.range` loop's Data
@@ -265,11 +278,11 @@ class _Builder:
             stamp = self.stamp(waits + list(also_after), name)
             if last is not None and every_op_runs:
                 feeding = self.index.ancestors([op.name for op in ops])  # a consumer among them would make a cycle
-                self.make_wait([c for c in _consumers_past_forwarding(last) if c.name not in feeding], stamp)
+                self.make_wait([c for c in consumers_past_forwarding(last) if c.name not in feeding], stamp)
             return stamp
-        stamp = self.stamp(_finished(last) + list(also_after), name)
+        stamp = self.stamp(finished(last) + list(also_after), name)
         before = [last] + [t.op for t in also_after]
-        self.make_wait([c for c in _consumers(last) if self._wait_is_safe(c, before)], stamp)
+        self.make_wait([c for c in consumers(last) if self._wait_is_safe(c, before)], stamp)
         return stamp
 
     def first_successor_stamp(self, op: tf.Operation, name: str, also_after: tf.Tensor) -> tf.Tensor:
@@ -287,100 +300,16 @@ class _Builder:
         let a call's first iterations overlap (run numbers 3, 1, 2 and a broken Data Aug Bound
         in about 2 of 5 runs of that style), so each consumer still waits through its reads.
         """
-        stamp = self.stamp(_finished(op) + [also_after], name)
-        for consumer in _consumers(op):
-            reads = [p for p in _producers(consumer) if _is_variable_read(p) and self._wait_is_safe(p, [op])]
-            # Through its reads: a fusable op, and in a loop's body any consumer that has some (see the docstring).
-            through_reads = consumer.type in FUSED_COMPUTE_TYPES or (self.in_a_loop and bool(reads))
-            self.make_wait(reads if through_reads else [consumer], stamp)
-        return stamp
-
-
-def _finished(op: tf.Operation) -> list[Wait]:
-    """What shows that `op` has finished: its outputs, or the op itself when it has none."""
-    return list(op.outputs) or [op]
-
-
-def _is_probe(op: tf.Operation) -> bool:
-    return is_own_op(op.name)
-
-
-def _producers(op: tf.Operation) -> list[tf.Operation]:
-    """The ops whose completion makes `op` ready: its data and control inputs.
-
-    Placeholders are left out: their value is fed before the step starts, and a
-    control dependency on a fed placeholder would make TensorFlow run it unfed.
-    """
-    unique: dict[str, tf.Operation] = {}
-    for producer in [t.op for t in op.inputs] + list(op.control_inputs):
-        if producer.type not in FED_INPUT_TYPES:
-            unique.setdefault(producer.name, producer)
-    return list(unique.values())
-
-
-def _consumers(op: tf.Operation) -> list[tf.Operation]:
-    unique: dict[str, tf.Operation] = {}
-    for consumer in [c for t in op.outputs for c in t.consumers()] + list(op._control_outputs):
-        if not is_own_op(consumer.name):
-            unique.setdefault(consumer.name, consumer)
-    return list(unique.values())
-
-
-def _consumers_past_forwarding(op: tf.Operation) -> list[tf.Operation]:
-    """The ops that use `op`'s outputs, looking through the Identity/IdentityN ops that forward them.
-
-    Grappler removes them, unless one has a control input: Keras passes all of a step's gradients
-    through one IdentityN, and one on it made every update wait for the last gradient (Keras fit's
-    MLP: +12% a step, benchmarks/RESULTS.md). So only the uses of `op`'s own values wait.
-    """
-    found: dict[str, tf.Operation] = {}
-    tensors = list(op.outputs)
-    while tensors:
-        tensor = tensors.pop()
-        for consumer in tensor.consumers():
-            if is_own_op(consumer.name):
+        stamp = self.stamp(finished(op) + [also_after], name)
+        for consumer in consumers(op):
+            fusable = consumer.type in FUSED_COMPUTE_TYPES
+            if not fusable and not self.in_a_loop:
+                self.make_wait([consumer], stamp)
                 continue
-            if consumer.type in _FORWARDING_TYPES:
-                tensors += [consumer.outputs[i] for i, t in enumerate(consumer.inputs) if t is tensor]  # output i forwards input i
-            else:
-                found.setdefault(consumer.name, consumer)
-    return list(found.values())
-
-
-def _is_variable_read(op: tf.Operation) -> bool:
-    """A resource-variable read, or the `<var>/read` Identity of a reference variable."""
-    if op.type == "ReadVariableOp":
-        return True
-    return op.type == "Identity" and len(op.inputs) == 1 and op.inputs[0].op.type in ("VariableV2", "Variable")
-
-
-def _task_of(op: tf.Operation) -> tuple[str, int, int] | None:
-    """The (job, replica, task) that runs `op` in a cluster's graph (e.g. `replica_device_setter`'s), or None.
-
-    An op that uses a resource runs where the resource lives, whatever device it asks
-    for (a variable read on a parameter server), and so does an op colocated with another.
-    """
-    spec = tf.DeviceSpec.from_string(_placing_op(op).device or "")
-    return None if spec.job is None else (spec.job, spec.replica or 0, spec.task or 0)
-
-
-def _placing_op(op: tf.Operation) -> tf.Operation:
-    """The op whose device decides where `op` runs: a resource input's producer, the op it is colocated with, or itself."""
-    resource = next((t.op for t in op.inputs if t.dtype == tf.resource), None)
-    if resource is not None:
-        return resource
-    for group in op.colocation_groups():
-        name = group.decode().removeprefix("loc:@")
-        if name != op.name:
-            try:
-                return op.graph.get_operation_by_name(name)
-            except KeyError:
-                break
-    return op
-
-
-def _outside_control_flow(op: tf.Operation) -> bool:
-    return getattr(op, "_control_flow_context", None) is None
+            reads = [p for p in producers(consumer) if is_variable_read(p) and self._wait_is_safe(p, [op])]
+            # Through its reads: a fusable op, and in a loop's body any consumer that has some (see the docstring).
+            self.make_wait(reads if fusable or reads else [consumer], stamp)
+        return stamp
 
 
 def build_probes(
@@ -407,7 +336,7 @@ def build_probes(
         with graph.as_default(), tf.name_scope(PROBE_SCOPE), tf.device("/cpu:0"):
             data_inputs = frozenset(n for n in points.get_next if n in on_path)
             compute = [n for n in (points.fp, *sorted(data_inputs)) if n is not None and n in on_path]
-            home = _task_of(graph.get_operation_by_name(compute[0])) if compute else None
+            home = task_of(graph.get_operation_by_name(compute[0])) if compute else None
             builder = _Builder(graph, index, may_rewire, clock, data_inputs, home, in_a_loop=in_a_loop)
             return _build(builder, points, on_path, user_bp, step_shared, tables, count_lock)
     finally:
