@@ -14,6 +14,12 @@ against the plain mean. The variants patch the package for the functions traced 
   stamponly  no ring tables and no reader: the row is stacked and dropped
   noreader   the ring as it is, never drained
   nocapture  task_capture does not watch the step's calls
+  gnroot     GetNext no longer waits on its start stamp (a root op)
+  gnctrl     GetNext's end stamp waits on GetNext by a control edge, not through an Assert on the batch
+             (what the package does in a tf.function since 2026-12-04: the same as current there now)
+  gnfewer    only a fusable consumer of the batch waits on GetNext's end stamp (through its reads)
+  untouched  the step is analysed as for probes and left as it was: no probes, no reader, no watch
+  A+B        both variants at once (e.g. allout+stamponly: the iteration end's stamp and nothing else)
   late...    (any name starting so) NOT profiled: a plain function built in a variant's place, the
              control for where a function is built (those built after a profiled one measured
              slower too, benchmarks/RESULTS.md)
@@ -42,23 +48,51 @@ from npu_tf_profiling.runtime.functions import task_capture, transform  # noqa: 
 from npu_tf_profiling.runtime.ring import RingOps  # noqa: E402
 from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
 
-VARIANT = {"name": "plain"}  # the variant the functions traced now get
+VARIANT = {"name": "plain", "parts": frozenset()}  # the variant the functions traced now get, and its parts
 LEFT_OUT = {"nogetnext": {"get_next": ()}, "nofp": {"fp": None}, "nobp": {"bp": None, "bp_inputs": ()},
             "allout": {"get_next": (), "fp": None, "bp": None, "bp_inputs": ()}}
 _last_of_stamp, _build_probes, _build_ring = probes._Builder.last_of_stamp, probes.build_probes, probes.build_ring
 _read_in_the_background, _watch = transform.read_in_the_background, task_capture.CAPTURE.watch
+_probe, _start_stamp = transform.StepTransform._probe, probes._Builder.start_stamp
+_gate, _first_successor_stamp = probes._Builder.gate, probes._Builder.first_successor_stamp
 
 
 def _last_of_stamp_variant(self, waits, also_after, name, every_op_runs=False):
-    return _last_of_stamp(self, waits, also_after, name, every_op_runs and VARIANT["name"] != "nobpwait")
+    return _last_of_stamp(self, waits, also_after, name, every_op_runs and "nobpwait" not in VARIANT["parts"])
+
+
+def _start_stamp_variant(self, op, name, also_after=()):
+    if "gnroot" in VARIANT["parts"] and name == "get_next_start":
+        with tf.control_dependencies(None):
+            return self.clock(name)
+    return _start_stamp(self, op, name, also_after)
+
+
+def _gate_variant(self, after, name):
+    if "gnctrl" not in VARIANT["parts"]:
+        return _gate(self, after, name)
+    with tf.control_dependencies(None):
+        return _gate(dataclasses.replace(self, data_inputs=frozenset()), after, name)
+
+
+def _first_successor_stamp_variant(self, op, name, also_after):
+    if "gnfewer" not in VARIANT["parts"]:
+        return _first_successor_stamp(self, op, name, also_after)
+    stamp = self.stamp(probes.finished(op) + [also_after], name)
+    for consumer in probes.consumers(op):
+        if consumer.type in probes.FUSED_COMPUTE_TYPES:
+            reads = [p for p in probes.producers(consumer) if probes.is_variable_read(p) and self._wait_is_safe(p, [op])]
+            self.make_wait(reads or [consumer], stamp)
+    return stamp
 
 
 def _build_probes_variant(graph, points, index, **options):
-    return _build_probes(graph, dataclasses.replace(points, **LEFT_OUT.get(VARIANT["name"], {})), index, **options)
+    left_out = {key: value for part in VARIANT["parts"] for key, value in LEFT_OUT.get(part, {}).items()}
+    return _build_probes(graph, dataclasses.replace(points, **left_out), index, **options)
 
 
 def _build_ring_variant(before_end, end_stamp, stamps, global_step, tables=None, count_lock=False):
-    if VARIANT["name"] != "stamponly":
+    if "stamponly" not in VARIANT["parts"]:
         return _build_ring(before_end, end_stamp, stamps, global_step, tables, count_lock)
     end = end_stamp(before_end)
     row = tf.stack(stamps + [end], name="row")
@@ -68,12 +102,23 @@ def _build_ring_variant(before_end, end_stamp, stamps, global_step, tables=None,
                    tables=tables or "", row_width=len(stamps) + 2)
 
 
+def _probe_variant(self, graph, context, source, kinds, updates):
+    if "untouched" in VARIANT["parts"]:
+        transform.analyse(graph)  # what discovery costs the trace, and nothing added
+        return None
+    return _probe(self, graph, context, source, kinds, updates)
+
+
 def _patch() -> None:
+    transform.StepTransform._probe = _probe_variant
     probes._Builder.last_of_stamp = _last_of_stamp_variant
+    probes._Builder.start_stamp = _start_stamp_variant
+    probes._Builder.gate = _gate_variant
+    probes._Builder.first_successor_stamp = _first_successor_stamp_variant
     probes.build_ring = _build_ring_variant
     transform.build_probes = _build_probes_variant
-    transform.read_in_the_background = lambda model: None if VARIANT["name"] in ("noreader", "stamponly") else _read_in_the_background(model)
-    task_capture.CAPTURE.watch = lambda function, model: None if VARIANT["name"] == "nocapture" else _watch(function, model)
+    transform.read_in_the_background = lambda model: None if VARIANT["parts"] & {"noreader", "stamponly"} else _read_in_the_background(model)
+    task_capture.CAPTURE.watch = lambda function, model: None if "nocapture" in VARIANT["parts"] else _watch(function, model)
 
 
 def main() -> None:
@@ -84,7 +129,7 @@ def main() -> None:
     runners = []
     for _ in range(copies):
         for name in ["plain", "plain", *variants]:
-            VARIANT["name"] = name
+            VARIANT.update(name=name, parts=frozenset(name.split("+")))
             profiled = not name.startswith(("plain", "late"))
             options = {"output": "/tmp/probe_variants_out", "training_trace": "on"} if profiled else None
             npu_tf_profiling.start_tf2_profiling(options, enable_profiling=profiled)

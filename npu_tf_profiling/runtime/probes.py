@@ -121,6 +121,7 @@ class _Builder:
     data_inputs: frozenset[str] = frozenset()  # the GetNext-like reads: waited on through their outputs
     home_task: tuple[str, int, int] | None = None  # (job, replica, task) of the step's compute ops; None: one task
     in_a_loop: bool = False  # a loop's body, or traced in one (see `first_successor_stamp`)
+    feedable: bool = True  # a run may feed the data inputs' tensors (a Session's graph; a tf.function's never: see `gate`)
     waited: set[str] = field(default_factory=set)
     not_rewired: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -135,9 +136,12 @@ class _Builder:
         batch instead of the iterator's) then prunes GetNext, as it would without
         profiling; a control edge would make GetNext read a batch anyway. Elsewhere a
         control edge: the extra node costs accuracy (measured: FP Start p95 6 -> 22 µs).
+        A `tf.function` takes no feeds, so there GetNext is waited on by a control edge too: the
+        Assert cost a 5,100-op MLP step 3-4% (about 150 µs; benchmarks/RESULTS.md, "The loop MLP
+        with 25 profiled functions against 50 plain").
         """
         waits = list(after)
-        tensors = [w for w in waits if isinstance(w, tf.Tensor) and w.op.name in self.data_inputs]
+        tensors = [w for w in waits if self.feedable and isinstance(w, tf.Tensor) and w.op.name in self.data_inputs]
         ops = list(dict.fromkeys(w.op if isinstance(w, tf.Tensor) else w for w in waits if not any(w is t for t in tensors)))
         if tensors:
             # A stateful sink that reads them and does nothing (its condition is true): Grappler's
@@ -337,7 +341,7 @@ def build_probes(
             data_inputs = frozenset(n for n in points.get_next if n in on_path)
             compute = [n for n in (points.fp, *sorted(data_inputs)) if n is not None and n in on_path]
             home = task_of(graph.get_operation_by_name(compute[0])) if compute else None
-            builder = _Builder(graph, index, may_rewire, clock, data_inputs, home, in_a_loop=in_a_loop)
+            builder = _Builder(graph, index, may_rewire, clock, data_inputs, home, in_a_loop=in_a_loop, feedable=tables is None)
             return _build(builder, points, on_path, user_bp, step_shared, tables, count_lock)
     finally:
         if finalized:
