@@ -18,6 +18,10 @@ against the plain mean. The variants patch the package for the functions traced 
   gnctrl     GetNext's end stamp waits on GetNext by a control edge, not through an Assert on the batch
              (what the package does in a tf.function since 2026-12-04: the same as current there now)
   gnfewer    only a fusable consumer of the batch waits on GetNext's end stamp (through its reads)
+  gnarg      a start stamp waits on the function's arguments among its op's inputs (GetNext's: the iterator)
+             instead of being a root op: GetNext then started 135-160 µs later after the call, and in one
+             run the loop MLP step cost +5.6% against current's +0.3% (benchmarks/RESULTS.md,
+             "GetNext's start stamp stays a root op")
   untouched  the step is analysed as for probes and left as it was: no probes, no reader, no watch
   A+B        both variants at once (e.g. allout+stamponly: the iteration end's stamp and nothing else)
   late...    (any name starting so) NOT profiled: a plain function built in a variant's place, the
@@ -55,6 +59,7 @@ _last_of_stamp, _build_probes, _build_ring = probes._Builder.last_of_stamp, prob
 _read_in_the_background, _watch = transform.read_in_the_background, task_capture.CAPTURE.watch
 _probe, _start_stamp = transform.StepTransform._probe, probes._Builder.start_stamp
 _gate, _first_successor_stamp = probes._Builder.gate, probes._Builder.first_successor_stamp
+FED_INPUT_TYPES = probes.FED_INPUT_TYPES
 
 
 def _last_of_stamp_variant(self, waits, also_after, name, every_op_runs=False):
@@ -65,7 +70,13 @@ def _start_stamp_variant(self, op, name, also_after=()):
     if "gnroot" in VARIANT["parts"] and name == "get_next_start":
         with tf.control_dependencies(None):
             return self.clock(name)
-    return _start_stamp(self, op, name, also_after)
+    if "gnarg" not in VARIANT["parts"] or self.feedable:
+        return _start_stamp(self, op, name, also_after)
+    try:  # start_stamp leaves out the inputs of these types: none, so it waits on the arguments too
+        probes.FED_INPUT_TYPES = ()
+        return _start_stamp(self, op, name, also_after)
+    finally:
+        probes.FED_INPUT_TYPES = FED_INPUT_TYPES
 
 
 def _gate_variant(self, after, name):

@@ -4,8 +4,14 @@ Keras passes every gradient of a step through one IdentityN on its way to the
 updates. Grappler removes such forwarding ops, unless one has a control input:
 when the BP stamp gated that IdentityN, every update waited for the last gradient,
 and Keras fit's MLP step took +15% (benchmarks/RESULTS.md). The BP stamp must gate
-the last gradient's own update ops instead. Each case is a fresh process tracing a
-custom step (the install tests' own) and Keras fit's step under `start_tf2_profiling`, printing the wiring.
+the last gradient's own update ops instead. GetNext's stamps: a no-op Assert on the
+batch (what a Session's graph gets, so that a run feeding the batch prunes GetNext) cost
+the loop MLP 3-4% a step, so a function's stamp waits on GetNext by a control edge. GetNext's
+start stamp waits on nothing (a root op): made to wait on the iterator's argument instead, it
+started GetNext 135-160 µs later after the call (two ad hoc runs), and in one run of 12 functions
+a variant the loop MLP step cost +5.6% against +0.3% (benchmarks/RESULTS.md).
+Each case is a fresh process tracing a custom step (the install tests' own) and Keras
+fit's step under `start_tf2_profiling`, printing the wiring.
 """
 from __future__ import annotations
 
@@ -40,33 +46,48 @@ INSPECT = """
 own = "npu_tf_profiling"
 definition = graph.as_graph_def()
 bodies = [definition.node] + [f.node_def for f in definition.library.function]  # and the functions it calls
-forwarding_gated, bp_gates = [], []
+forwarding_gated, bp_gates, own_asserts, get_next_start_inputs = [], [], [], None
 for nodes in bodies:
     kinds = {n.name: n.op for n in nodes}
     for n in nodes:
         waits = [i[1:] for i in n.input if i.startswith("^")]
         if own in n.name:
+            own_asserts += [n.name] if n.op == "Assert" else []
+            if n.name.endswith("get_next_start"):
+                get_next_start_inputs = [kinds.get(i.lstrip("^").split(":")[0]) for i in n.input]
             continue
         # (the function's output Identity waits on the row's write: it is the iteration end, never removed)
         if n.op in ("Identity", "IdentityN") and any(kinds.get(w) == "Timestamp" for w in waits):
             forwarding_gated.append(n.name)
         if any(kinds.get(w) == "Timestamp" and w.endswith("bp_end") for w in waits):
             bp_gates.append([n.name, n.op])
-print(json.dumps({"forwarding_gated": forwarding_gated, "bp_gates": bp_gates}))
+print(json.dumps({"forwarding_gated": forwarding_gated, "bp_gates": bp_gates, "own_asserts": own_asserts,
+                  "get_next_start_inputs": get_next_start_inputs}))
 """
 
 
-@pytest.mark.parametrize("style", ["custom_step", "fit"])
-def test_the_bp_stamp_gates_the_last_gradients_update_not_keras_identity_of_all_gradients(tmp_path: Path, style: str) -> None:
-    if style == "fit" and int(version("keras").split(".")[0]) >= 3:
+@pytest.fixture(scope="module", params=["custom_step", "fit"])
+def wiring(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The probes' wiring in one style's traced step (one process a style, shared by the tests)."""
+    if request.param == "fit" and int(version("keras").split(".")[0]) >= 3:
         pytest.skip("Keras 3's train function is no tf.function whose graph a script can get; its custom step is checked")
-    code = SETUP + (FIT if style == "fit" else CUSTOM_STEP) + INSPECT
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=180)
+    code = SETUP + (FIT if request.param == "fit" else CUSTOM_STEP) + INSPECT
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path_factory.mktemp(request.param))],
+                          capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    wiring = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_bp_stamp_gates_the_last_gradients_update_not_keras_identity_of_all_gradients(wiring: dict) -> None:
     assert wiring["forwarding_gated"] == [], "a forwarding op Grappler would remove waits on a stamp"
     gates = wiring["bp_gates"]
     assert gates, "the BP stamp gates nothing: it may wait behind the last gradient's update"
     # The first layer's kernel is the last gradient: only its update's few ops wait.
     assert all(kind not in ("Identity", "IdentityN") for _, kind in gates), gates
     assert len(gates) <= 4, gates
+
+
+def test_get_next_is_waited_on_by_control_edges_and_its_start_stamp_is_a_root_op(wiring: dict) -> None:
+    assert wiring["own_asserts"] == [], "a stamp waits on the batch through an Assert (a Session's gate)"
+    # Not on the iterator (an argument: a placeholder in the traced graph), nor on anything else.
+    assert wiring["get_next_start_inputs"] == [], wiring["get_next_start_inputs"]
