@@ -199,9 +199,11 @@ def _symlink_loop(tmp_path: Path) -> Path:
     ],
     ids=["file", "device", "loop", "under-loop", "proc"],
 )
-def test_output_problems_say_what_they_are(tmp_path: Path, make, says: str) -> None:
-    with pytest.raises(ProfilingOptionsError, match=f"option 'output': '.*' {re.escape(says)}"):
-        ProfilingOptions.parse({"output": str(make(tmp_path))}).resolve_output()
+@pytest.mark.parametrize("key", ["output", "tensorboard"])
+def test_output_problems_say_what_they_are(tmp_path: Path, make, says: str, key: str) -> None:
+    options = {"output": str(tmp_path / "out"), key: str(make(tmp_path))}
+    with pytest.raises(ProfilingOptionsError, match=f"option '{key}': '.*' {re.escape(says)}"):
+        ProfilingOptions.parse(options).resolve_output()
 
 
 # ----- 5: after an options error, no note claims nothing ran for another reason ----------------------------------------

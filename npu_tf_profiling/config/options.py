@@ -183,11 +183,15 @@ class ProfilingOptions:
         """The absolute output directory, created if missing and proven writable.
 
         Called at resolution time (session creation / config build), so a bad path fails
-        before any training step runs rather than when the first data is written.
+        before any training step runs rather than when the first data is written. The
+        ``tensorboard`` logdir too (absolute since parsing): its scalars are written at
+        exit, when a folder that cannot take them would lose them with only a warning.
         """
         raw = self.output if self.output is not None else DEFAULT_OPTIONS["output"]
         path = output_folder.absolute_output(raw, cwd)
         output_folder.prepare(path)
+        if self.tensorboard is not None:
+            output_folder.prepare(Path(self.tensorboard), key="tensorboard")
         return path
 
 

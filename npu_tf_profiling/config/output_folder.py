@@ -1,4 +1,4 @@
-"""The `output` folder: made absolute, created, and proven writable before the first step, with errors that say what is wrong.
+"""The `output` (and `tensorboard`) folder: made absolute, created, and proven writable before the first step, with errors that say what is wrong.
 
 A raw ``OSError`` text ("File exists", "No such file or directory") tells the
 user nothing about which of the many things a path can be is in the way, so
@@ -72,19 +72,19 @@ def _first_non_folder(path: Path) -> Path:
     return path
 
 
-def prepare(path: Path) -> None:
-    """Create ``path`` if missing, and prove new files can be made in it; raises ProfilingOptionsError."""
+def prepare(path: Path, key: str = KEY) -> None:
+    """Create ``path`` if missing, and prove new files can be made in it; raises ProfilingOptionsError naming ``key``."""
     kind = _kind(path)
     if kind is not None:
-        raise _error(path, kind)
+        raise _error(path, kind, key)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _error(path, f"cannot be created: {_reason(exc)}") from None
+        raise _error(path, f"cannot be created: {_reason(exc)}", key) from None
     try:
         own_files.check_writable(path)
     except OSError as exc:
-        raise _error(path, f"is not writable: {_reason(exc)}") from None
+        raise _error(path, f"is not writable: {_reason(exc)}", key) from None
 
 
 def _reason(exc: OSError) -> str:

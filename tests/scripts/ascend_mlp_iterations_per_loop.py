@@ -3,7 +3,6 @@
 # npu_bridge.estimator.* imports, init_resource/npu_config_proto, a fixed loss scale, gelu from
 # npu_unary_ops, and training-loop sinking with util.set_iteration_per_loop (the step loop is
 # divided by iterations_per_loop, as on the NPU). It knows nothing about npu_tf_profiling.
-import os
 import time
 
 import numpy as np
