@@ -1,0 +1,81 @@
+"""When a profiled TF2 step's stamps are taken, counted from the host's call: wiring variants side by side.
+
+Ad hoc, like probe_variants (whose variants it uses): it says *where* in a call a wiring change
+moves things, which the overhead benchmarks cannot. Per call, the host's clock (`time.time()`,
+the clock `tf.timestamp` reads) just before the Python call is set against the row's GetNext
+start stamp and its iteration end. Each function is its own model and trace (tf2_models); they
+are called in a shuffled order each round. Printed per function: the medians over its calls.
+
+The functions' lifelong offsets (a few %, benchmarks/RESULTS.md) apply here too: a difference
+between variants is worth something only where every function of one variant sits apart.
+
+Usage:
+    .venv/bin/python benchmarks/stamp_lag.py MODEL COPIES CALLS VARIANT[,VARIANT...]
+    e.g. .venv/bin/python benchmarks/stamp_lag.py tf2_loop_mlp 4 300 current,gnarg
+"""
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import probe_variants  # first: it quiets TensorFlow's log before TensorFlow loads
+
+import numpy as np  # noqa: E402
+
+import npu_tf_profiling  # noqa: E402
+from npu_tf_profiling.raw_format.training_frame import Frame, decode_frames  # noqa: E402
+from tf2_models import TF2_BUILDERS  # noqa: E402
+
+WARM_CALLS = 20
+
+
+def _rows_by_model(output: Path) -> dict[int, np.ndarray]:
+    """Every row the run wrote, per model id, in run order (the times in µs since the epoch)."""
+    found: dict[int, list[np.ndarray]] = {}
+    for raw in output.glob("PROF_*/device_*/data/training_trace.bin"):
+        for frame in decode_frames(raw.read_bytes()):
+            if isinstance(frame, Frame):
+                found.setdefault(frame.model_id, []).append(frame.rows)
+    rows = {model: np.concatenate(parts) for model, parts in found.items()}
+    return {model: r[np.argsort(r["run"])] for model, r in rows.items()}
+
+
+def main() -> None:
+    model, copies, calls, variants = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(",")
+    output = Path(tempfile.mkdtemp(prefix="stamp_lag_"))
+    probe_variants._patch()
+    runners = []
+    for _ in range(copies):
+        for name in variants:
+            probe_variants.VARIANT.update(name=name, parts=frozenset(name.split("+")))
+            npu_tf_profiling.start_tf2_profiling({"output": str(output), "training_trace": "on"})
+            runners.append((name, TF2_BUILDERS[model]()[0]))
+    # Function i makes i + 1 calls more than the others: its row count tells its model id apart.
+    for i, (_, step) in enumerate(runners):
+        for _ in range(WARM_CALLS + i + 1):
+            step()
+    called: list[list[float]] = [[] for _ in runners]
+    for _ in range(calls):
+        for i in random.sample(range(len(runners)), len(runners)):
+            called[i].append(time.time() * 1e6)
+            runners[i][1]()
+    time.sleep(2)  # the ring's reader drains every 0.5 s
+    by_count = {len(rows): rows for rows in _rows_by_model(output).values()}
+    for i, (name, _) in enumerate(runners):
+        rows = by_count.get(1 + WARM_CALLS + i + 1 + calls)  # the builder's first call is the trace
+        if rows is None:
+            print(f"{name:10s} no model with its call count")
+            continue
+        times, start = rows["times"][-calls:], np.array(called[i])
+        get_next = statistics.median(times[:, 0] - start)
+        end = statistics.median(times[:, -1] - start)
+        print(f"{name:10s} GetNext start {get_next:7.1f} µs after the call, iteration end {end:7.1f} µs after it")
+    print(f"(the profiling output: {output})")
+
+
+if __name__ == "__main__":
+    main()
