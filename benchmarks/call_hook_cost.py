@@ -13,13 +13,18 @@ Usage:
 """
 from __future__ import annotations
 
+import atexit
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 
+# The profiled steps' output, removed at exit after the package's exit handler (registered on its import) wrote there.
+OUTPUT = tempfile.mkdtemp(prefix="call_hook_")
+atexit.register(shutil.rmtree, OUTPUT, True)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from tensorflow.python.eager.polymorphic_function.polymorphic_function import Function  # noqa: E402
 
@@ -53,7 +58,7 @@ def _pair(step, method, unhooked) -> float:
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-    npu_tf_profiling.start_tf2_profiling({"output": tempfile.mkdtemp(prefix="call_hook_"), "training_trace": "on"})
+    npu_tf_profiling.start_tf2_profiling({"output": OUTPUT, "training_trace": "on"})
     steps = [TF2_BUILDERS["tf2_tiny"]()[0] for _ in range(3)]  # the first trace installs the hook
     hooked = Function.__call__
     if not hasattr(hooked, "__npu_tf_profiling_wrapped__"):

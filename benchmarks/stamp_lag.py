@@ -15,14 +15,21 @@ Usage:
 """
 from __future__ import annotations
 
+import atexit
 import random
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import probe_variants  # first: it quiets TensorFlow's log before TensorFlow loads
+# The profiled steps' output, removed at exit *after* the package's own exit handler has written its
+# reports there (atexit runs last-registered first, and the package registers its handler on import).
+OUTPUT = Path(tempfile.mkdtemp(prefix="stamp_lag_"))
+atexit.register(shutil.rmtree, OUTPUT, True)
+
+import probe_variants  # noqa: E402 - first of the others: it quiets TensorFlow's log before TensorFlow loads
 
 import numpy as np  # noqa: E402
 
@@ -46,13 +53,12 @@ def _rows_by_model(output: Path) -> dict[int, np.ndarray]:
 
 def main() -> None:
     model, copies, calls, variants = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(",")
-    output = Path(tempfile.mkdtemp(prefix="stamp_lag_"))
     probe_variants._patch()
     runners = []
     for _ in range(copies):
         for name in variants:
             probe_variants.VARIANT.update(name=name, parts=frozenset(name.split("+")))
-            npu_tf_profiling.start_tf2_profiling({"output": str(output), "training_trace": "on"})
+            npu_tf_profiling.start_tf2_profiling({"output": str(OUTPUT), "training_trace": "on"})
             runners.append((name, TF2_BUILDERS[model]()[0]))
     # Function i makes i + 1 calls more than the others: its row count tells its model id apart.
     for i, (_, step) in enumerate(runners):
@@ -64,7 +70,7 @@ def main() -> None:
             called[i].append(time.time() * 1e6)
             runners[i][1]()
     time.sleep(2)  # the ring's reader drains every 0.5 s
-    by_count = {len(rows): rows for rows in _rows_by_model(output).values()}
+    by_count = {len(rows): rows for rows in _rows_by_model(OUTPUT).values()}
     for i, (name, _) in enumerate(runners):
         rows = by_count.get(1 + WARM_CALLS + i + 1 + calls)  # the builder's first call is the trace
         if rows is None:
@@ -74,7 +80,6 @@ def main() -> None:
         get_next = statistics.median(times[:, 0] - start)
         end = statistics.median(times[:, -1] - start)
         print(f"{name:10s} GetNext start {get_next:7.1f} µs after the call, iteration end {end:7.1f} µs after it")
-    print(f"(the profiling output: {output})")
 
 
 if __name__ == "__main__":
