@@ -22,6 +22,9 @@ against the plain mean. The variants patch the package for the functions traced 
              instead of being a root op: GetNext then started 135-160 µs later after the call, and in one
              run the loop MLP step cost +5.6% against current's +0.3% (benchmarks/RESULTS.md,
              "GetNext's start stamp stays a root op")
+  earlytables  the ring's two table handle ops wait on GetNext's start stamp, off the step's tail, where they
+             run while GetNext works (outside loops: there the counter's lock keeps them on the tail); no
+             gain on the tiny step in 3 runs (benchmarks/RESULTS.md, "The ring's table handles off the tail")
   untouched  the step is analysed as for probes and left as it was: no probes, no reader, no watch
   A+B        both variants at once (e.g. allout+stamponly: the iteration end's stamp and nothing else)
   late...    (any name starting so) NOT profiled: a plain function built in a variant's place, the
@@ -47,7 +50,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import npu_tf_profiling  # noqa: E402
-from npu_tf_profiling.runtime import probes  # noqa: E402
+from npu_tf_profiling.runtime import probes, ring  # noqa: E402
 from npu_tf_profiling.runtime.functions import task_capture, transform  # noqa: E402
 from npu_tf_profiling.runtime.ring import RingOps  # noqa: E402
 from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
@@ -60,6 +63,7 @@ _read_in_the_background, _watch = transform.read_in_the_background, task_capture
 _probe, _start_stamp = transform.StepTransform._probe, probes._Builder.start_stamp
 _gate, _first_successor_stamp = probes._Builder.gate, probes._Builder.first_successor_stamp
 FED_INPUT_TYPES = probes.FED_INPUT_TYPES
+_table = ring._table
 
 
 def _last_of_stamp_variant(self, waits, also_after, name, every_op_runs=False):
@@ -102,7 +106,26 @@ def _build_probes_variant(graph, points, index, **options):
     return _build_probes(graph, dataclasses.replace(points, **left_out), index, **options)
 
 
+def _early_tables_build_ring(before_end, end_stamp, stamps, global_step, tables, count_lock):
+    """build_ring with the tables' handle ops waiting on GetNext's start stamp instead of on the tail's chain."""
+    anchor = stamps[0].op if stamps and stamps[0].op.name.endswith("get_next_start") else None
+    if anchor is None or tables is None or count_lock:
+        return _build_ring(before_end, end_stamp, stamps, global_step, tables, count_lock)
+
+    def early_table(*args, **kwargs):
+        with tf.control_dependencies(None), tf.control_dependencies([anchor]):
+            return _table(*args, **kwargs)
+
+    try:
+        ring._table = early_table
+        return _build_ring(before_end, end_stamp, stamps, global_step, tables, count_lock)
+    finally:
+        ring._table = _table
+
+
 def _build_ring_variant(before_end, end_stamp, stamps, global_step, tables=None, count_lock=False):
+    if "earlytables" in VARIANT["parts"]:
+        return _early_tables_build_ring(before_end, end_stamp, stamps, global_step, tables, count_lock)
     if "stamponly" not in VARIANT["parts"]:
         return _build_ring(before_end, end_stamp, stamps, global_step, tables, count_lock)
     end = end_stamp(before_end)
