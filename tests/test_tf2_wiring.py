@@ -8,7 +8,7 @@ the last gradient's own update ops instead. GetNext's stamps: a no-op Assert on 
 batch (what a Session's graph gets, so that a run feeding the batch prunes GetNext) cost
 the loop MLP 3-4% a step, so a function's stamp waits on GetNext by a control edge. GetNext's
 start stamp waits on nothing (a root op): made to wait on the iterator's argument instead, it
-started GetNext 135-160 µs later after the call (two ad hoc runs), and in one run of 12 functions
+started GetNext 135-165 µs later after the call (two ad hoc runs), and in one run of 12 functions
 a variant the loop MLP step cost +5.6% against +0.3% (benchmarks/RESULTS.md).
 Each case is a fresh process tracing a custom step (the install tests' own) and Keras
 fit's step under `start_tf2_profiling`, printing the wiring.
