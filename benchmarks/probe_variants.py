@@ -19,7 +19,7 @@ against the plain mean. The variants patch the package for the functions traced 
              (what the package does in a tf.function since 2026-12-04: the same as current there now)
   gnfewer    only a fusable consumer of the batch waits on GetNext's end stamp (through its reads)
   gnarg      a start stamp waits on the function's arguments among its op's inputs (GetNext's: the iterator)
-             instead of being a root op: GetNext then started 135-160 µs later after the call, and in one
+             instead of being a root op: GetNext then started 135-165 µs later after the call, and in one
              run the loop MLP step cost +5.6% against current's +0.3% (benchmarks/RESULTS.md,
              "GetNext's start stamp stays a root op")
   earlytables  the ring's two table handle ops wait on GetNext's start stamp, off the step's tail, where they
