@@ -64,13 +64,13 @@ def main() -> None:
     if not hasattr(hooked, "__npu_tf_profiling_wrapped__"):
         sys.exit("the call hook is not installed: nothing to measure")
     unhooked = hooked.__wrapped__
-    pairs: dict[str, list[float]] = {"the call hook adds": [], "noise floor (unhooked against unhooked)": []}
+    methods = {"the call hook adds": hooked, "noise floor (unhooked against unhooked)": unhooked}
+    pairs: dict[str, list[float]] = {label: [] for label in methods}
     try:
         for _ in range(rounds):
             for step in steps:
-                for label in random.sample(list(pairs), 2):
-                    method = hooked if label == "the call hook adds" else unhooked
-                    pairs[label].append(_pair(step, method, unhooked))
+                for label in random.sample(list(methods), 2):
+                    pairs[label].append(_pair(step, methods[label], unhooked))
     finally:
         Function.__call__ = hooked
     for label, differences in pairs.items():

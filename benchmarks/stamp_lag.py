@@ -32,23 +32,20 @@ atexit.register(shutil.rmtree, OUTPUT, True)
 import probe_variants  # noqa: E402 - first of the others: it quiets TensorFlow's log before TensorFlow loads
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import npu_tf_profiling  # noqa: E402
-from npu_tf_profiling.raw_format.training_frame import Frame, decode_frames  # noqa: E402
+from npu_tf_profiling.raw_format import layout  # noqa: E402
+from npu_tf_profiling.reports.step.records import read_training_traces  # noqa: E402
 from tf2_models import TF2_BUILDERS  # noqa: E402
 
 WARM_CALLS = 20
 
 
-def _rows_by_model(output: Path) -> dict[int, np.ndarray]:
-    """Every row the run wrote, per model id, in run order (the times in µs since the epoch)."""
-    found: dict[int, list[np.ndarray]] = {}
-    for raw in output.glob("PROF_*/device_*/data/training_trace.bin"):
-        for frame in decode_frames(raw.read_bytes()):
-            if isinstance(frame, Frame):
-                found.setdefault(frame.model_id, []).append(frame.rows)
-    rows = {model: np.concatenate(parts) for model, parts in found.items()}
-    return {model: r[np.argsort(r["run"])] for model, r in rows.items()}
+def _rows_by_model() -> dict[int, pd.DataFrame]:
+    """Every row the run wrote, per model id, in run order (read as the reports read them)."""
+    frame = read_training_traces(sorted(OUTPUT.glob("PROF_*/device_*/data/training_trace.bin"))).frame
+    return {model: rows.sort_values(layout.K_RUN) for model, rows in frame.groupby(layout.K_MODEL_ID)}
 
 
 def main() -> None:
@@ -70,15 +67,15 @@ def main() -> None:
             called[i].append(time.time() * 1e6)
             runners[i][1]()
     time.sleep(2)  # the ring's reader drains every 0.5 s
-    by_count = {len(rows): rows for rows in _rows_by_model(OUTPUT).values()}
+    by_count = {len(rows): rows.tail(calls) for rows in _rows_by_model().values()}
     for i, (name, _) in enumerate(runners):
         rows = by_count.get(1 + WARM_CALLS + i + 1 + calls)  # the builder's first call is the trace
         if rows is None:
             print(f"{name:10s} no model with its call count")
             continue
-        times, start = rows["times"][-calls:], np.array(called[i])
-        get_next = statistics.median(times[:, 0] - start)
-        end = statistics.median(times[:, -1] - start)
+        start = np.array(called[i])
+        get_next = statistics.median(np.array([pairs[0][0] for pairs in rows[layout.K_GET_NEXT]]) - start)
+        end = statistics.median(rows[layout.K_ITERATION_END].to_numpy() - start)
         print(f"{name:10s} GetNext start {get_next:7.1f} µs after the call, iteration end {end:7.1f} µs after it")
 
 
