@@ -1,7 +1,7 @@
 """A tiny TF1 training on a tf.data generator, knowing nothing of profiling (for `npu-tf-prof diff`).
 
     PROFILING_MODE=true PROFILING_OPTIONS='{"output": DIR, "training_trace": "on"}' \
-        python diff_train.py [--steps N] [--sleep-ms MS]
+        python diff_train.py [--steps N] [--sleep-ms MS] [--layers L --width W]
 
 ``--sleep-ms`` puts a ``time.sleep`` in the input pipeline (the generator that
 yields each batch; no prefetch), so every GetNext waits for it: the candidate
@@ -20,6 +20,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--sleep-ms", type=float, default=0.0)
+    parser.add_argument("--layers", type=int, default=1, help="hidden layers (1: a sub-ms step; 4 with --width 512: a few ms)")
+    parser.add_argument("--width", type=int, default=64)
     args = parser.parse_args()
 
     import numpy as np
@@ -41,8 +43,11 @@ def main() -> None:
     dataset = tf.data.Dataset.from_generator(batches, output_signature=(
         tf.TensorSpec((32, 16), tf.float32), tf.TensorSpec((32, 1), tf.float32)))
     features, target = tf.data.make_one_shot_iterator(dataset).get_next()
-    hidden = tf.nn.relu(tf.matmul(features, tf.Variable(rng.normal(size=(16, 64)).astype(np.float32) * 0.1)))
-    loss = tf.losses.mean_squared_error(target, tf.matmul(hidden, tf.Variable(np.zeros((64, 1), np.float32))))
+    hidden, width = features, 16
+    for _ in range(args.layers):
+        weights = tf.Variable(rng.normal(size=(width, args.width)).astype(np.float32) / np.sqrt(width))
+        hidden, width = tf.nn.relu(tf.matmul(hidden, weights)), args.width
+    loss = tf.losses.mean_squared_error(target, tf.matmul(hidden, tf.Variable(np.zeros((width, 1), np.float32))))
     train_op = tf.train.GradientDescentOptimizer(1e-2).minimize(loss, global_step=tf.train.get_or_create_global_step())
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

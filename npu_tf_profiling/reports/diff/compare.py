@@ -13,7 +13,9 @@ Rules (the README's "npu-tf-prof diff" says the same to users):
   rose, else no significant change; the phase that moved most, among Data Aug
   Bound, FP to BP and Iteration Refresh (they tile the iteration), is named
   as where it came from, with GetNext (inside Data Aug Bound) or Reduce
-  (inside FP to BP) when that inner phase holds most of it.
+  (inside FP to BP or Iteration Refresh) when that inner phase holds most of
+  it; on a cluster, also the rank whose own input or compute (Data Aug Bound,
+  FP to BP) moved most: the others' share of a slow rank is waiting in Reduce.
 * ``DEFAULT_THRESHOLD_PCT``: 10%. Two runs of one job on a shared, loaded
   machine differ by a few % in median Iteration Time (benchmarks/RESULTS.md,
   "diff: false alarms": up to 6.9% in 10 pairs of a small model), and the
@@ -33,12 +35,12 @@ from npu_tf_profiling.reports.diff.stats import PhaseChange, compare_phase
 from npu_tf_profiling.reports.errors import NothingFoundError
 from npu_tf_profiling.reports.view import phases as ph
 
-DEFAULT_THRESHOLD_PCT = 10.0
+DEFAULT_THRESHOLD_PCT = 20.0
 # A phase (not Iteration Time) moves past the threshold only if its change is also this share of the baseline's
 # median Iteration Time: a 2 µs Iteration Refresh that becomes 4 µs is +100%, and no reason to look.
 MIN_PHASE_EFFECT = 0.01
 TILING = (ph.DATA_AUG, ph.FP_BP, ph.REFRESH)
-INNER = {ph.DATA_AUG: ph.GETNEXT, ph.FP_BP: ph.REDUCE}
+INNER = {ph.DATA_AUG: ph.GETNEXT, ph.FP_BP: ph.REDUCE, ph.REFRESH: ph.REDUCE}  # all-reduces lie in FP to BP or after BP End
 POINT_PHASES = "FP to BP, Data Aug Bound and Iteration Refresh"
 
 REGRESSION = "REGRESSION"
@@ -183,7 +185,19 @@ def compare_model(base: ModelSide, cand: ModelSide, threshold_pct: float) -> Opt
         for rank in ranks:
             per_rank = _changes(base.ranks[rank].phases, cand.ranks[rank].phases, threshold_pct)
             diff.rank_diffs.append(RankDiff(rank, per_rank, [c for c in per_rank if c.moved > 0], [c for c in per_rank if c.moved < 0]))
+        if direction:
+            diff.source = "; ".join(filter(None, [diff.source, _rank_source(diff.rank_diffs, direction)]))
     return diff
+
+
+def _rank_source(rank_diffs: list[RankDiff], direction: int) -> Optional[str]:
+    """The rank whose own Data Aug Bound or FP to BP moved most in ``direction`` ("rank 2: FP to BP +40.7%")."""
+    moved = [(r.rank, c) for r in rank_diffs for c in (r.regressed if direction > 0 else r.improved)
+             if c.phase in (ph.DATA_AUG, ph.FP_BP)]
+    if not moved:
+        return None
+    rank, change = max(moved, key=lambda item: abs(item[1].change_us))
+    return f"rank {rank}: {change.phase} {_pct(change)}"
 
 
 def slow_rank_line(cluster: Optional[ClusterAnalysis]) -> str:
