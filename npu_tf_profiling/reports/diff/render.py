@@ -8,10 +8,11 @@ from typing import Any
 from npu_tf_profiling.reports.diff.compare import MIN_PHASE_EFFECT, DiffReport, ModelDiff
 from npu_tf_profiling.reports.diff.stats import MIN_ITERATIONS, PhaseChange
 
-METHOD = ("95% CI: Hodges-Lehmann shift (median of all candidate - baseline differences) with its Mann-Whitney "
-          "interval, over steady iterations (warm-up and task-traced ones left out, as in `summary`); on a cluster, "
+METHOD = ("change and 95% CI: Hodges-Lehmann shift (median of all candidate - baseline differences: the change in "
+          "median when the times moved as a whole; unlike the difference of the medians, it sees a change of shape) with its "
+          "Mann-Whitney interval, over steady iterations (warm-up and task-traced ones left out, as in `summary`); on a cluster, "
           "each step's mean over the ranks both runs have")
-HEADER = ("phase", "base median", "base p90", "cand median", "cand p90", "change µs", "change %", "95% CI %", "")
+HEADER = ("phase", "base median", "base p90", "cand median", "cand p90", "Δ median", "change µs", "change %", "95% CI %", "")
 
 
 def _row(c: PhaseChange) -> tuple[str, ...]:
@@ -22,7 +23,7 @@ def _row(c: PhaseChange) -> tuple[str, ...]:
         ci = "n/a" if c.ci_us is None else f"{c.ci_us[0]:+.0f}..{c.ci_us[1]:+.0f} µs"
     mark = {1: "regressed", -1: "improved", 0: ""}[c.moved]
     return (c.phase, f"{c.baseline_median_us:,.0f}", f"{c.baseline_p90_us:,.0f}", f"{c.candidate_median_us:,.0f}",
-            f"{c.candidate_p90_us:,.0f}", f"{c.change_us:+,.0f}", pct, ci, mark)
+            f"{c.candidate_p90_us:,.0f}", f"{c.candidate_median_us - c.baseline_median_us:+,.0f}", f"{c.change_us:+,.0f}", pct, ci, mark)
 
 
 def _table(rows: list[tuple[str, ...]], indent: str) -> list[str]:

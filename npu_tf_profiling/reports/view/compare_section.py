@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from npu_tf_profiling.reports.diff.compare import DiffReport, compare_sides
-from npu_tf_profiling.reports.diff.render import METHOD, to_dict
-from npu_tf_profiling.reports.diff.sides import PHASES, read_side, side_of
+from npu_tf_profiling.reports.diff.render import METHOD
+from npu_tf_profiling.reports.diff.sides import read_side, side_of
 from npu_tf_profiling.reports.view.build import ViewInput
 from npu_tf_profiling.reports.view.model_section import US
 from npu_tf_profiling.reports.view.page import Page, text
@@ -30,8 +30,7 @@ def add_compare(page: Page, found: ViewInput, candidate: str) -> DiffReport:
     page.paragraph(METHOD + f"; threshold {report.threshold_pct:g}% (npu-tf-prof diff --threshold).")
     for note in report.notes:
         page.paragraph(note, "note")
-    rows = to_dict(report)["models"]
-    for model, entry in zip(report.models, rows):
+    for model in report.models:
         page.heading(3, f"Model ID {model.model_id}: {model.status}")
         page.table(["phase", f"baseline median ({US})", f"candidate median ({US})", f"baseline p90 ({US})",
                     f"candidate p90 ({US})", "change %", "95% CI %"],
@@ -39,7 +38,7 @@ def add_compare(page: Page, found: ViewInput, candidate: str) -> DiffReport:
                      f"{c.candidate_p90_us:,.0f}", "n/a" if c.change_pct is None else f"{c.change_pct:+.1f}",
                      "n/a" if c.ci_pct is None else f"{c.ci_pct[0]:+.1f}..{c.ci_pct[1]:+.1f}"] for c in model.phases],
                    text_columns=frozenset({0}))
-        for note in entry["notes"]:
+        for note in model.notes:
             page.paragraph(note, "note")
         base = report.baseline.models[model.model_id].pooled(model.ranks)
         cand = report.candidate.models[model.model_id].pooled(model.ranks)
