@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--model", choices=sorted(MODELS), default="mlp")
-    parser.add_argument("--keep", metavar="DIR", help="keep the runs here (default: a temporary folder)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the runs here (default: a temporary folder); runs already there are reused")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="diff_false_alarm_"))
     print(f"{args.pairs} pairs of {args.steps}-step runs of {SCRIPT.name} {' '.join(MODELS[args.model])}; threshold {DEFAULT_THRESHOLD_PCT:g}%; "
@@ -60,7 +60,8 @@ def main() -> None:
     for i in range(args.pairs):
         sides = [root / f"pair{i:02d}_{name}" for name in ("baseline", "candidate")]
         for side in sides:
-            train(side, args.steps, MODELS[args.model])
+            if not side.exists():  # a kept run is diffed again, not rerun (the diff's rules changed, the runs did not)
+                train(side, args.steps, MODELS[args.model])
         report = compare_sides(read_side(sides[0]), read_side(sides[1]))
         model = report.models[0]
         it = model.phase("Iteration Time")
