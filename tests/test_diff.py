@@ -21,6 +21,7 @@ from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluste
 from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir
 from npu_tf_profiling.testing.task_synthetic import SynthOp, layered_ops, write_synthetic_prof_dir
 from tests.no_tensorflow import run_without_tensorflow
+from tests.raw_fixtures import iterations, make_prof_dir, record
 
 # FP to BP is most of the iteration, so +10% there is +9% of Iteration Time; 3% noise on every phase.
 BASE = dict(iterations=400, data_aug=50.0, get_next=20.0, fp_bp=900.0, reduce_offset=800.0, reduce=50.0, refresh=50.0, noise=0.03)
@@ -170,6 +171,18 @@ def test_models_are_matched_by_model_id(tmp_path, capsys) -> None:
     assert code == 3 and "no model and rank in both runs (baseline: Model ID 1 on rank(s) 0; candidate: Model ID 2" in err
 
 
+def test_a_model_without_a_timed_iteration_is_said_not_compared(tmp_path, capsys) -> None:
+    a = write_step_prof_dir(tmp_path / "a", StepPlan(**{**BASE, "seed": 1}))
+    b = make_prof_dir(tmp_path / "b", {0: [record(fp_start=None)]})  # one iteration, no FP Start: no Iteration Time
+    code, _, err = diff(capsys, a, b)
+    assert code == 3 and "no model and rank in both runs" in err and "Traceback" not in err
+    a2 = make_prof_dir(tmp_path / "a2", {0: iterations(20) + iterations(20, model_id=2)})
+    b2 = make_prof_dir(tmp_path / "b2", {0: iterations(20) + [record(model_id=2, fp_start=None)]})  # Model ID 2 untimed
+    _, report = diff_json(capsys, a2, b2)
+    assert [m["model_id"] for m in report["models"]] == [1]
+    assert report["notes"] == ["Model ID 2: no rank with a timed iteration in both runs: not compared"]
+
+
 def test_ops_whose_time_changed_most_when_both_are_task_traced(tmp_path, capsys) -> None:
     ops = layered_ops(12)
     slower = [SynthOp(op.name, op.op_type, op.offset_ns, op.dur_ns * 3 if i == 5 else op.dur_ns, op.thread, op.device, op.inputs)
@@ -221,3 +234,16 @@ def test_diff_never_imports_tensorflow(tmp_path) -> None:
     a, b = write_pair(tmp_path, {}, {"fp_bp": 1200.0})
     out = run_without_tensorflow(f"from npu_tf_profiling.cli import main\nassert main(['diff', {str(a)!r}, {str(b)!r}]) == 4", tmp_path)
     assert out.startswith("REGRESSION: Iteration Time +")
+
+
+def test_view_compare_on_a_cluster_and_with_a_bad_candidate(tmp_path, capsys) -> None:
+    pytest.importorskip("plotly")
+    a, b = slowed_cluster(tmp_path)
+    assert main(["view", str(a), "--compare", str(b)]) == 0
+    page = Path(capsys.readouterr().out.strip())
+    assert page == a / "npu_tf_prof_cluster" / "view_compare.html"
+    html = page.read_text()
+    assert "REGRESSION: Iteration Time +" in html and html.count('"barmode":"overlay"') == 6  # Reduce too: all six phases
+    assert main(["view", str(a), "--compare", str(tmp_path / "nope")]) == 2
+    _, err = capsys.readouterr()
+    assert "no such folder" in err and "Traceback" not in err

@@ -114,7 +114,9 @@ def _iteration_line(model: ModelDiff, models: int) -> str:
 def _changes(baseline: dict, candidate: dict, threshold_pct: float) -> list[PhaseChange]:
     """Every phase both sides measured, each marked (``moved``) against the threshold."""
     out = [c for c in (compare_phase(name, baseline[name], candidate[name]) for name in PHASES) if c is not None]
-    iteration_us = next(c.baseline_median_us for c in out if c.phase == ph.ITERATION_TIME)
+    iteration_us = next((c.baseline_median_us for c in out if c.phase == ph.ITERATION_TIME), None)
+    if iteration_us is None:  # no timed iteration on a side: nothing to weigh a phase against
+        return []
     for c in out:
         c.moved = c.past(threshold_pct, 0.0 if c.phase == ph.ITERATION_TIME else MIN_PHASE_EFFECT * iteration_us)
     return out
@@ -173,11 +175,13 @@ def _all_nan(values) -> bool:
 
 
 def compare_model(base: ModelSide, cand: ModelSide, threshold_pct: float) -> Optional[ModelDiff]:
-    """One model's diff; None when no rank is on both sides."""
+    """One model's diff; None when no rank is on both sides or a side has no timed iteration."""
     ranks = sorted(set(base.ranks) & set(cand.ranks))
     if not ranks:
         return None
     changes = _changes(base.pooled(ranks), cand.pooled(ranks), threshold_pct)
+    if not changes:
+        return None
     direction = next(c for c in changes if c.phase == ph.ITERATION_TIME).moved
     status = {1: REGRESSION, -1: IMPROVEMENT, 0: NO_CHANGE}[direction]
     diff = ModelDiff(model_id=base.model_id, ranks=ranks, phases=changes, status=status,
@@ -226,7 +230,13 @@ def compare_sides(baseline: Side, candidate: Side, threshold_pct: float = DEFAUL
         only = sorted(set(one.models) - set(other.models))
         if only and model_id is None:
             notes.append(f"Model ID {', '.join(map(str, only))} only in the {name}: not compared")
-    models = [d for d in (compare_model(baseline.models[m], candidate.models[m], threshold_pct) for m in common) if d is not None]
+    models = []
+    for m in common:
+        diff = compare_model(baseline.models[m], candidate.models[m], threshold_pct)
+        if diff is None:
+            notes.append(f"Model ID {m}: no rank with a timed iteration in both runs: not compared")
+        else:
+            models.append(diff)
     if not models:
         raise NothingFoundError(
             f"no model and rank in both runs (baseline: Model ID {', '.join(map(str, sorted(baseline.models)))} on rank(s) "
