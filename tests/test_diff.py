@@ -124,7 +124,7 @@ def test_a_slowed_rank_is_named_with_both_slow_rank_verdicts(tmp_path, capsys) -
     assert "  baseline:  no slow rank" in out
     assert "  candidate: SLOW RANK 2 (compute" in out
     _, report = diff_json(capsys, a, b)
-    moved = {r["rank"]: r for r in report["models"][0]["ranks_moved"]}
+    moved = {r["rank"]: r for r in report["models"][0]["per_rank"]}
     assert moved[2]["regressed"][:1] == ["Iteration Time"] and "FP to BP" in moved[2]["regressed"]
     for rank in (0, 1):  # the others only wait for it: their Reduce grew, their compute did not
         assert "FP to BP" not in moved[rank]["regressed"] and "Reduce" in moved[rank]["regressed"]

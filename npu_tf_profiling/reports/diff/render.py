@@ -85,7 +85,7 @@ def to_dict(report: DiffReport) -> dict[str, Any]:
         "slow_ranks": None if report.slow_ranks is None else {"baseline": report.slow_ranks[0], "candidate": report.slow_ranks[1]},
         "models": [{
             "model_id": m.model_id, "ranks": m.ranks, "status": m.status, "source": m.source, "phases": changes(m.phases),
-            "ranks_moved": [{"rank": r.rank, "regressed": [c.phase for c in r.regressed], "improved": [c.phase for c in r.improved],
+            "per_rank": [{"rank": r.rank, "regressed": [c.phase for c in r.regressed], "improved": [c.phase for c in r.improved],
                              "phases": changes(r.phases)} for r in m.rank_diffs],
             "ops": [{**asdict(o), "change_us": o.change_us} for o in m.ops],
             "notes": m.notes,
