@@ -8,7 +8,9 @@ times' shape (iteration times are skewed, with spikes). Over every pair
 formed; their median is the shift (for a distribution that moved as a whole,
 the change in median), and the interval runs from the k-th smallest to the
 k-th largest difference, k from the rank-sum statistic's null distribution
-(its normal approximation: k = nm/2 − z·sqrt(nm(n+m+1)/12)). Only numpy:
+(its normal approximation: k = nm/2 − z·sqrt(nm(n+m+1)/12), without the ties
+correction: times in whole µs tie often, and ties only make the interval a
+little wider than it need be). Only numpy:
 scipy is no dependency of the package.
 
 The n·m differences are never formed: the k-th smallest is found by bisection
