@@ -196,6 +196,9 @@ def test_ops_whose_time_changed_most_when_both_are_task_traced(tmp_path, capsys)
     assert report["models"][0]["notes"] == [
         "4 task-traced iteration(s) left out in the baseline (they time the profiler)",
         "3 task-traced iteration(s) left out in the candidate (they time the profiler)"]
+    untraced = write_step_prof_dir(tmp_path / "c", StepPlan(iterations=30))
+    _, report = diff_json(capsys, a, untraced)
+    assert report["models"][0]["ops"] == [] and report["models"][0]["notes"][-1] == "task traces in the baseline only: no op comparison"
 
 
 def bad_args(tmp_path: Path, case: str) -> list[object]:

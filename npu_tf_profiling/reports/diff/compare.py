@@ -247,6 +247,9 @@ def compare_sides(baseline: Side, candidate: Side, threshold_pct: float = DEFAUL
     for model in models:
         if model.model_id in base_ops and model.model_id in cand_ops:
             model.ops = op_changes(base_ops[model.model_id], cand_ops[model.model_id])
+        elif model.model_id in base_ops or model.model_id in cand_ops:
+            side = "baseline" if model.model_id in base_ops else "candidate"
+            model.notes.append(f"task traces in the {side} only: no op comparison")
     if baseline.found.cluster is not None or candidate.found.cluster is not None:
         report.slow_ranks = (slow_rank_line(baseline.found.cluster), slow_rank_line(candidate.found.cluster))
     return report
