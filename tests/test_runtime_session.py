@@ -109,10 +109,12 @@ def test_slow_model_shows_in_fp_to_bp(tmp_path) -> None:
             for _ in range(8):
                 sess.run(train_op)
         _, rows = step_trace_rows(tmp_path / name)
-        medians[name] = {c: _median(rows, c) for c in ("FP to BP Time(us)", "Data Aug Bound(us)")}
+        medians[name] = {c: _median(rows, c) for c in ("FP to BP Time(us)", "GetNext Time(us)")}
     heavy, light = medians["heavy"], medians["light"]
     assert heavy["FP to BP Time(us)"] > 10 * light["FP to BP Time(us)"], medians
-    assert heavy["FP to BP Time(us)"] > 2 * heavy["Data Aug Bound(us)"], medians  # the time is in compute, not input
+    # The time is in compute, not input: against the batch's read. Not against Data Aug Bound, which also holds the
+    # host's time between runs: under load (load average 7-9) it reached 9 ms against FP to BP's 7-15 ms.
+    assert heavy["FP to BP Time(us)"] > 2 * heavy["GetNext Time(us)"], medians
 
 
 def test_unwritable_output_fails_before_training(tmp_path) -> None:
