@@ -26,6 +26,7 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.raw_format.atomic import atomic_write_json
@@ -64,6 +65,7 @@ class ProfilingRun:
         self._trace = AppendOnlyWriter(layout.training_frames_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
         self._xspaces = AppendOnlyWriter(layout.xspace_path(self.prof_dir, self.device_id), self._budget)
+        self._others = AppendOnlyWriter(layout.other_runs_path(self.prof_dir, self.device_id), self._budget)
         for writer in self._writers:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
@@ -72,7 +74,7 @@ class ProfilingRun:
     # ----- collection ---------------------------------------------------------------------
     @property
     def _writers(self) -> tuple[AppendOnlyWriter, ...]:
-        return self._trace, self._tasks, self._xspaces
+        return self._trace, self._tasks, self._xspaces, self._others
 
     @property
     def collecting(self) -> bool:
@@ -111,6 +113,10 @@ class ProfilingRun:
                   layout.K_CALLS: [_task_header(model, run, None, start, end) for model, run, start, end in calls]}
         self._xspaces.append(frame_task_record(header, xspace, layout.XSPACE_MAGIC))
 
+    def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None) -> None:
+        """A session run or tf.function call that was not a training step (`raw_format.other_runs`)."""
+        self._others.append(encode_other_run(start_us, end_us, kind, name))
+
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
         with self._lock:
@@ -139,6 +145,7 @@ class ProfilingRun:
             "start_time_us": self.started_us,
             "models": {str(m.model_id): m.trace_points for m in self.models.values()},
             "notes": list(self.notes),
+            layout.K_OTHER_RUNS_RECORDED: True,  # the runs between iterations are in other_runs.jsonl
         }
         if self.resolution.ignored_env:
             # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
@@ -163,7 +170,7 @@ class ProfilingRun:
         `quiet`: a report written while the job runs (a window's cycle ended) prints no notes: rows
         still in flight would make them say things the final report, which prints, no longer does.
         """
-        if not any(writer.path.exists() for writer in self._writers):
+        if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
         if _report_builder is None:
             return []
