@@ -26,7 +26,7 @@ CHECKPOINT_TYPES = frozenset({"SaveV2", "Save", "SaveSlices", "MergeV2Checkpoint
 # A fetched op of these types only reads a variable (MonitoredSession hooks read the global step each step).
 READ_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "Identity", "Const", "Add", "AddV2",
                         "Sub", "Mul", "Cast", "FloorMod", "FloorDiv", "Equal", "Greater", "GreaterEqual", "Less",
-                        "VarIsInitializedOp", "IsVariableInitialized", "Switch", "Merge"})  # a read guarded by a cond
+                        "VarIsInitializedOp", "IsVariableInitialized", "Switch", "RefSwitch", "Merge", "RefMerge"})  # a read guarded by a cond
 READS_AT_MOST = 16
 # Keras' own tf.function names: fit's validation pass, and predict.
 FUNCTION_KINDS = {"test_function": kinds.VALIDATION, "predict_function": kinds.PREDICTION}
