@@ -44,18 +44,21 @@ def test_the_gap_is_split_into_input_other_runs_and_host_from_raw_files(tmp_path
     gap = lambda k: T0_US + PERIOD * k  # noqa: E731 - iteration k+1's Data Aug Bound starts at iteration k's end
     _with_other_runs(prof, [(gap(3) + 20, gap(3) + 50, "evaluation"), (gap(6) + 20, gap(6) + 50, "evaluation"),
                             (gap(6) + 30, gap(6) + 40, "summaries"),  # nested in the evaluation: counted once in time
+                            (gap(8) + 20, gap(8) + 40, "input reads"),  # a sess.run of the input pipeline: input
                             (gap(4) + 300, gap(4) + 400, "evaluation")])  # inside FP to BP: not between iterations
     model = summarize_prof_dir(prof).models[0]
     total = 9 * PERIOD  # the 9 steady iterations
     assert model.between["other_runs"] == {"evaluation": {"count": 2, "time_us": 60.0},
-                                           "summaries": {"count": 1, "time_us": 10.0}}
+                                           "summaries": {"count": 1, "time_us": 10.0},
+                                           "input reads": {"count": 1, "time_us": 20.0}}
     assert model.between["other_share"] == pytest.approx(60.0 / total)
-    assert model.between["input_share"] == pytest.approx(9 * 40.0 / total)
-    assert model.between["host_share"] == pytest.approx((9 * 100.0 - 9 * 40.0 - 60.0) / total)
-    assert model.input_share == model.between["input_share"]  # GetNext measured: the verdict's input is GetNext
+    assert model.between["input_share"] == pytest.approx((9 * 40.0 + 20.0) / total)
+    assert model.between["host_share"] == pytest.approx((9 * 100.0 - 9 * 40.0 - 20.0 - 60.0) / total)
+    assert model.input_share == pytest.approx(9 * 40.0 / total)  # GetNext measured: the verdict's input is GetNext
     out = tmp_path / "page.html"
     assert main(["view", str(prof), "-o", str(out)]) == 0
-    assert "other runs 0.7% (evaluation 2 run(s), 60.0 us, summaries 1 run(s), 10.0 us)" in out.read_text()
+    assert ("input 2.2% (input reads 1 run(s), 20.0 us), other runs 0.7% (evaluation 2 run(s), 60.0 us, "
+            "summaries 1 run(s), 10.0 us)") in out.read_text()
 
 
 def _profiled(tmp_path: Path, command: list[str]) -> Path:

@@ -46,7 +46,7 @@ Readers must tolerate a torn last record.
 What else ran between iterations, beside it in data/ (``other_runs``):
     other_runs.jsonl          one JSON object per session run / tf.function call that was not a training step,
                               made while step-trace collection was on:
-                              {"start_us": float, "end_us": float, "kind": "evaluation" | "summaries" |
+                              {"start_us": float, "end_us": float, "kind": "input reads" | "evaluation" | "summaries" |
                                "checkpoint" | "variable reads" | "validation" | "prediction" | "function calls", "name": str | null}
                               info.json's "other_runs_recorded": true says the runtime recorded them (a folder
                               without the key is from an earlier version: the reports do not split the gap).

@@ -20,6 +20,7 @@ import numpy as np
 
 K_START, K_END, K_KIND, K_NAME = "start_us", "end_us", "kind", "name"
 
+INPUT_READS = "input reads"  # a session run that fetches an input pipeline's batch (to feed it to the step)
 EVALUATION = "evaluation"  # a session run that does not train, fetches no summary and saves nothing
 SUMMARIES = "summaries"
 CHECKPOINT = "checkpoint"
@@ -27,7 +28,7 @@ VARIABLE_READS = "variable reads"  # a run that only reads variables (a hook rea
 VALIDATION = "validation"  # Keras' test_function (fit's validation pass)
 PREDICTION = "prediction"  # Keras' predict_function
 FUNCTION_CALLS = "function calls"  # any other tf.function called between steps
-KINDS = (EVALUATION, SUMMARIES, CHECKPOINT, VARIABLE_READS, VALIDATION, PREDICTION, FUNCTION_CALLS)
+KINDS = (INPUT_READS, EVALUATION, SUMMARIES, CHECKPOINT, VARIABLE_READS, VALIDATION, PREDICTION, FUNCTION_CALLS)
 
 
 def encode_other_run(start_us: float, end_us: float, kind: str, name: Optional[str]) -> bytes:

@@ -14,6 +14,7 @@ import time
 import warnings
 from typing import Any, Callable
 
+from npu_tf_profiling.graph_points.optypes import ITERATOR_INPUT_TYPES
 from npu_tf_profiling.raw_format import other_runs as kinds
 from npu_tf_profiling.runtime.fetches import fetch_leaves, op_name
 
@@ -40,6 +41,8 @@ def session_run_kind(graph: Any, fetches: Any) -> str:
     near = {op.type for op in ops} | {i.op.type for op in ops for i in op.inputs} | {c.type for op in ops for c in op.control_inputs}
     if near & CHECKPOINT_TYPES:
         return kinds.CHECKPOINT
+    if {op.type for op in ops} & ITERATOR_INPUT_TYPES or {i.op.type for op in ops for i in op.inputs} & ITERATOR_INPUT_TYPES:
+        return kinds.INPUT_READS  # the batch fetched to be fed to the step: input, not evaluation
     if near & SUMMARY_TYPES:
         return kinds.SUMMARIES
     if ops and _only_reads(ops):

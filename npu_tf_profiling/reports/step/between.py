@@ -6,7 +6,8 @@ tf.function call that was not a training step to ``other_runs.jsonl``
 (``raw_format.other_runs``); a run's time counts for an iteration where its span
 overlaps that iteration's Data Aug Bound window. So each gap is split into:
 
-* **input**: GetNext Time (N/A when the graph reads no batch: feed_dict);
+* **input**: GetNext Time, plus the runs that fetch an input pipeline's batch to
+  feed it (kind "input reads"); N/A when neither was measured (plain feed_dict);
 * **other runs**: the union of the overlapping runs' spans, with their count and
   time per kind (evaluation, summaries, checkpoint, validation, ...);
 * **host**: the rest (the script's Python between the runs; for a feed_dict
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.other_runs import OtherRuns, read_other_runs
+from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns, read_other_runs
 from npu_tf_profiling.reports.step import table as st
 
 INPUT = "input"
@@ -115,15 +116,16 @@ def summarize_split(rows: pd.DataFrame, runs: OtherRuns) -> Optional[dict[str, A
     total = _sum(it_time, mask)
     if not mask.any() or total <= 0:
         return None
-    has_getnext = bool(np.isfinite(getnext[mask]).any())
-    input_us = np.clip(np.where(np.isfinite(getnext), getnext, 0.0), 0, dab)
-    other_us = np.clip(np.nan_to_num(split.other_us), 0, dab - input_us)
+    reads_time, reads_count = split.by_kind.get(INPUT_READS, (np.zeros(len(rows)), np.zeros(len(rows))))
+    has_input = bool(np.isfinite(getnext[mask]).any()) or bool(np.where(mask, reads_count, 0).sum())
+    input_us = np.clip(np.where(np.isfinite(getnext), getnext, 0.0) + np.nan_to_num(reads_time), 0, dab)
+    other_us = np.clip(np.nan_to_num(split.other_us) - np.nan_to_num(reads_time), 0, dab - input_us)
     host_us = np.clip(dab - input_us - other_us, 0, None)
     kinds = {kind: {"count": int(np.where(mask, count, 0).sum()), "time_us": round(_sum(time, mask), 1)}
              for kind, (time, count) in split.by_kind.items()}
     return {
         "data_aug_bound_share": _sum(dab, mask) / total,
-        "input_share": _sum(input_us, mask) / total if has_getnext else None,
+        "input_share": _sum(input_us, mask) / total if has_input else None,
         "other_share": _sum(other_us, mask) / total,
         "host_share": _sum(host_us, mask) / total,
         "other_runs": {kind: value for kind, value in kinds.items() if value["count"]},

@@ -23,8 +23,9 @@ Numbers come from the step-trace table (so they match the CSV):
 * Data Aug Bound is split by cause where the runtime recorded the other runs
   (``between``): input (GetNext), other session runs / function calls (each
   kind's count and time), host. The verdict then counts only input: GetNext
-  Time, or without one the gap less the other runs (a feed_dict batch is made
-  on the host), so an evaluation run every step is named as such, not as input.
+  Time; without it, the runs that fetch an input batch to feed it, or else the
+  gap less the other runs (a feed_dict batch is made on the host: an upper
+  bound). So an evaluation run every step is named as such, not as input.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.raw_format.other_runs import INPUT_READS
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
@@ -150,11 +152,16 @@ def _task_trace_note(m: ModelSummary) -> Optional[str]:
 
 def _between_line(split: dict[str, Any]) -> str:
     """Data Aug Bound by cause, and which cause fills it when it is not input."""
-    runs = split["other_runs"]
-    named = ", ".join(f"{kind} {value['count']} run(s), {_us(value['time_us'])}"
-                      for kind, value in sorted(runs.items(), key=lambda item: -item[1]["time_us"]))
-    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}): input {_pct(split['input_share'])}, "
-            f"other runs {_pct(split['other_share'])}{f' ({named})' if named else ''}, host {_pct(split['host_share'])}")
+    runs = dict(split["other_runs"])
+    reads = runs.pop(INPUT_READS, None)
+
+    def named(items: dict[str, Any]) -> str:
+        return ", ".join(f"{kind} {value['count']} run(s), {_us(value['time_us'])}"
+                         for kind, value in sorted(items.items(), key=lambda item: -item[1]["time_us"]))
+
+    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}): "
+            f"input {_pct(split['input_share'])}{f' ({named({INPUT_READS: reads})})' if reads else ''}, "
+            f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}")
     input_share = split["input_share"] or 0.0
     if runs and split["other_share"] >= MODERATE_THRESHOLD and split["other_share"] > max(input_share, split["host_share"]):
         top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
@@ -273,14 +280,18 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
 
 
 def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
-    """Record the split; without GetNext timing, input is the gap less the other runs (the verdict's measure)."""
+    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring)."""
     if split is None:
         return
     m.between = split
-    if split["input_share"] is None and m.shares.get(SHARE_GETNEXT) is None:
+    if m.shares.get(SHARE_GETNEXT) is not None:
+        return  # GetNext timing: the verdict's input as before
+    if split["input_share"] is not None:
+        m.input_share, m.input_measure = split["input_share"], "the session runs that fetch the input batch"
+    else:  # feed_dict: the batch is made on the host, so host time bounds input from above
         m.input_share = split["host_share"]
-        m.input_measure = "Data Aug Bound less the other runs between iterations (no GetNext timing)"
-        m.verdict = input_bound_verdict(m.input_share)
+        m.input_measure = "host time between iterations, less the other runs (no GetNext timing: an upper bound)"
+    m.verdict = input_bound_verdict(m.input_share)
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
