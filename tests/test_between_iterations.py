@@ -57,7 +57,7 @@ def test_the_gap_is_split_into_input_other_runs_and_host_from_raw_files(tmp_path
     assert model.input_share == pytest.approx(9 * 40.0 / total)  # GetNext measured: the verdict's input is GetNext
     out = tmp_path / "page.html"
     assert main(["view", str(prof), "-o", str(out)]) == 0
-    assert ("input 2.2% (input reads 1 run(s), 20.0 us), other runs 0.7% (evaluation 2 run(s), 60.0 us, "
+    assert ("input 4.2% (input reads 1 run(s), 20.0 us), other runs 0.7% (evaluation 2 run(s), 60.0 us, "
             "summaries 1 run(s), 10.0 us)") in out.read_text()
 
 
