@@ -261,8 +261,8 @@ def test_areas_without_a_replacement_import_and_name_what_to_use_when_used() -> 
         tpu.TPUDistributionStrategy
     with pytest.raises(ImportError, match=r"^tf\.contrib\.tpu\.bfloat16_scope: not in TensorFlow 2"):
         serve_contrib("tensorflow.contrib.tpu", ("bfloat16_scope",))
-    with pytest.raises(ImportError, match=r"^tf\.contrib\.tpu\.python\.tpu\.tpu_function: .*NPURunConfig"):
-        serve_contrib("tensorflow.contrib.tpu.python.tpu", ("tpu_function",))
+    with pytest.raises(ImportError, match=r"^tf\.contrib\.tpu\.python\.tpu\.keras_support: .*NPURunConfig"):
+        serve_contrib("tensorflow.contrib.tpu.python.tpu", ("keras_support",))  # contrib-only: TensorFlow 2 has none
     with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.rnn\.NASCell: .*tf\.nn\.rnn_cell"):
         contrib.rnn.NASCell
     with pytest.raises(ImportError, match=r"tf\.contrib\.seq2seq\.dynamic_decode: .*tensorflow_addons\.seq2seq"):
@@ -317,7 +317,8 @@ def test_tpu_serves_the_estimator_tpu_names_and_the_rest_names_what_to_use() -> 
     tpu = contrib.tpu
     assert tpu.InputPipelineConfig.PER_HOST_V2 == tf1.estimator.tpu.InputPipelineConfig.PER_HOST_V2
     assert tpu.TPUEstimator is tf1.estimator.tpu.TPUEstimator and tpu.RunConfig is tf1.estimator.tpu.RunConfig
-    assert serve_contrib("tensorflow.contrib.tpu.python.tpu", ("tpu_config",)).tpu_config.TPUConfig is tpu.TPUConfig
+    deep = serve_contrib("tensorflow.contrib.tpu.python.tpu", ("tpu_config", "tpu_function"))
+    assert deep.tpu_config.TPUConfig is tpu.TPUConfig and deep.tpu_function.get_tpu_context().number_of_shards is None
     with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.tpu\.CrossShardOptimizer: .*NPURunConfig"):
         tpu.CrossShardOptimizer
 

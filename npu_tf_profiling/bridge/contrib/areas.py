@@ -104,8 +104,9 @@ _LAYERS = Area(("tf_slim.layers",), deep="tf_slim.layers", needs_slim=True,  # l
 _FRAMEWORK = Area((_OURS + "framework", "tf_slim.ops.variables"), deep="tf_slim.ops", needs_slim=True,
                   replacement="tf_slim (arg_scope, variables), tf.nest, tf.train.list_variables/load_checkpoint")
 _TPU_NAMES = "InputPipelineConfig, RunConfig, TPUConfig, TPUEstimatorSpec, TPUEstimator"
-# tf.compat.v1.estimator.tpu's module; its `tpu_config` / `tpu_estimator` are contrib.tpu.python.tpu's.
-_TPU = Area(("tensorflow_estimator._api.v1.estimator.tpu",), deep="tensorflow_estimator.python.estimator.tpu",
+# tf.compat.v1.estimator.tpu's names; contrib.tpu.python.tpu's modules are TensorFlow's tensorflow.python.tpu
+# (tpu_function, async_checkpoint, and tpu_config / tpu_estimator, which re-export the estimator's).
+_TPU = Area(("tensorflow_estimator._api.v1.estimator.tpu",), deep="tensorflow.python.tpu",
             replacement=(f"tf.compat.v1.estimator.tpu ({_TPU_NAMES}: served, and with use_tpu off they run on CPU/GPU); "
                          "the rest is TPU-only: tf.estimator.Estimator with NPURunConfig (keep the script's use_tpu flag off)"))
 _TRAINING = Area((_OURS + "training", _OURS + "feeding_queue_runner", "tf_slim.training.evaluation",
