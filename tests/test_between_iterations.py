@@ -78,6 +78,8 @@ def test_evaluation_runs_every_5_steps_are_named_in_the_verdict_not_input(tmp_pa
     assert model.between["input_share"] is None and model.input_share == model.between["host_share"]
     assert model.between["other_share"] > model.input_share  # a 20,000-row evaluation against a 32-row step
     assert "the time between iterations is mostly evaluation runs, not input" in "\n".join(model.render_lines())
+    info = json.loads((layout.device_dir(prof, 0) / layout.INFO_FILE).read_text())
+    assert info[layout.K_OTHER_RUNS]["evaluation"]["count"] == 4  # the whole run's: step 20's evaluation too
 
 
 def test_a_keras_validation_pass_is_attributed_to_validation(tmp_path: Path) -> None:

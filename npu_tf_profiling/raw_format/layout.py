@@ -47,9 +47,10 @@ What else ran between iterations, beside it in data/ (``other_runs``):
     other_runs.jsonl          one JSON object per session run / tf.function call that was not a training step,
                               made while step-trace collection was on:
                               {"start_us": float, "end_us": float, "kind": "input reads" | "evaluation" | "summaries" |
-                               "checkpoint" | "variable reads" | "validation" | "prediction" | "function calls", "name": str | null}
+                               "checkpoint" | "initialization" | "variable reads" | "validation" | "prediction" | "function calls", "name": str | null}
                               info.json's "other_runs_recorded": true says the runtime recorded them (a folder
-                              without the key is from an earlier version: the reports do not split the gap).
+                              without the key is from an earlier version: the reports do not split the gap), and
+                              "other_runs": {kind: {"count": n, "time_us": t}} totals them over the whole run.
 """
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ K_CALLS = "calls"
 GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
+K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
 # Keys of a task_trace record header.
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"

@@ -24,11 +24,12 @@ INPUT_READS = "input reads"  # a session run that fetches an input pipeline's ba
 EVALUATION = "evaluation"  # a session run that does not train, fetches no summary and saves nothing
 SUMMARIES = "summaries"
 CHECKPOINT = "checkpoint"
+INITIALIZATION = "initialization"  # variable, table or iterator initializers (before training, mostly)
 VARIABLE_READS = "variable reads"  # a run that only reads variables (a hook reading the global step)
 VALIDATION = "validation"  # Keras' test_function (fit's validation pass)
 PREDICTION = "prediction"  # Keras' predict_function
 FUNCTION_CALLS = "function calls"  # any other tf.function called between steps
-KINDS = (INPUT_READS, EVALUATION, SUMMARIES, CHECKPOINT, VARIABLE_READS, VALIDATION, PREDICTION, FUNCTION_CALLS)
+KINDS = (INPUT_READS, EVALUATION, SUMMARIES, CHECKPOINT, INITIALIZATION, VARIABLE_READS, VALIDATION, PREDICTION, FUNCTION_CALLS)
 
 
 def encode_other_run(start_us: float, end_us: float, kind: str, name: Optional[str]) -> bytes:

@@ -24,6 +24,9 @@ SUMMARY_TYPES = frozenset({"MergeSummary", "ScalarSummary", "HistogramSummary", 
                            "WriteHistogramSummary", "WriteImageSummary", "WriteAudioSummary", "WriteRawProtoSummary",
                            "FlushSummaryWriter"})
 CHECKPOINT_TYPES = frozenset({"SaveV2", "Save", "SaveSlices", "MergeV2Checkpoints"})
+# What initializers run: a fetched group (NoOp) of these, or one of them (global_variables_initializer, iterator.initializer).
+INIT_TYPES = frozenset({"Assign", "AssignVariableOp", "MakeIterator", "InitializeTableV2", "InitializeTableFromTextFileV2",
+                        "NoOp"})
 # A fetched op of these types only reads a variable (MonitoredSession hooks read the global step each step).
 READ_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp", "ReadVariableOp", "Identity", "Const", "Add", "AddV2",
                         "Sub", "Mul", "Cast", "FloorMod", "FloorDiv", "Equal", "Greater", "GreaterEqual", "Less",
@@ -45,6 +48,8 @@ def session_run_kind(graph: Any, fetches: Any) -> str:
         return kinds.INPUT_READS  # the batch fetched to be fed to the step: input, not evaluation
     if near & SUMMARY_TYPES:
         return kinds.SUMMARIES
+    if ops and all(op.type in INIT_TYPES and all(c.type in INIT_TYPES for c in op.control_inputs) for op in ops):
+        return kinds.INITIALIZATION
     if ops and _only_reads(ops):
         return kinds.VARIABLE_READS
     return kinds.EVALUATION

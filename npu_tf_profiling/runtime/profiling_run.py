@@ -61,6 +61,7 @@ class ProfilingRun:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._report_notes_shown: set[str] = set()
+        self._other_totals: dict[str, dict[str, float]] = {}  # kind -> count, time_us of the runs between steps
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
         self._trace = AppendOnlyWriter(layout.training_frames_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
@@ -114,8 +115,13 @@ class ProfilingRun:
         self._xspaces.append(frame_task_record(header, xspace, layout.XSPACE_MAGIC))
 
     def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None) -> None:
-        """A session run or tf.function call that was not a training step (`raw_format.other_runs`)."""
+        """A session run or tf.function call that was not a training step (`raw_format.other_runs`);
+        info.json keeps each kind's count and time (written with the next info update, and at close)."""
         self._others.append(encode_other_run(start_us, end_us, kind, name))
+        with self._lock:
+            totals = self._other_totals.setdefault(kind, {"count": 0, "time_us": 0.0})
+            totals["count"] += 1
+            totals["time_us"] = round(totals["time_us"] + (end_us - start_us), 1)
 
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
@@ -146,6 +152,7 @@ class ProfilingRun:
             "models": {str(m.model_id): m.trace_points for m in self.models.values()},
             "notes": list(self.notes),
             layout.K_OTHER_RUNS_RECORDED: True,  # the runs between iterations are in other_runs.jsonl
+            layout.K_OTHER_RUNS: {kind: dict(value) for kind, value in self._other_totals.items()},
         }
         if self.resolution.ignored_env:
             # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
@@ -192,6 +199,9 @@ class ProfilingRun:
     def close(self) -> None:
         for writer in self._writers:
             writer.close()
+        if self._other_totals:
+            with self._lock:
+                self._write_info()  # the other runs' totals as they ended
 
 
 def _task_header(model: ModelEntry, run: int, step: int | None, run_start_us: float, run_end_us: float) -> dict[str, Any]:
