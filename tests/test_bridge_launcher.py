@@ -176,3 +176,14 @@ def test_tf1_leaves_this_packages_own_modules_on_tensorflow_2_when_run_from_a_ch
     launched = _run([sys.executable, "-m", "npu_tf_profiling", "run", "--tf1", str(path)], tmp_path, PYTHONPATH=checkout)
     assert launched.returncode == 0, launched.stderr
     assert launched.stdout.split() == ["True", "True"]
+
+
+def test_a_run_that_trains_nothing_says_nothing_was_profiled(tmp_path: Path) -> None:
+    """An Estimator whose checkpoint is already at max_steps trains nothing: `run` says so at exit, as `python` does."""
+    path = tmp_path / "no_training.py"
+    path.write_text("import tensorflow as tf\nprint(tf.constant(1.0).shape)\n")
+    launched = _run([CONSOLE_SCRIPT, "run", str(path)], tmp_path, PROFILING_MODE="true",
+                    PROFILING_OPTIONS=json.dumps({"output": str(tmp_path / "prof"), "training_trace": "on"}))
+    assert launched.returncode == 0, launched.stderr
+    assert "PROFILING_MODE=true, but no training step ran" in launched.stderr
+    assert launched.stderr.count("no training step ran") == 1  # once, with or without the start-up hook
