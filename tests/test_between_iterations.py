@@ -9,6 +9,7 @@ not asserted, only which cause dominates where the script makes it dominate by f
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -89,3 +90,20 @@ def test_a_keras_validation_pass_is_attributed_to_validation(tmp_path: Path) -> 
     # Epoch 1's validation (3 batches of 16) lies between iterations 4 and 5; epoch 2's is after the last.
     assert model.between["other_runs"]["validation"]["count"] == 3
     assert set(model.between["other_runs"]) == {"validation"}
+
+
+def test_the_page_names_the_validation_pass_in_an_off_scale_iteration(tmp_path: Path) -> None:
+    """keras-io's MNIST case: the iteration after a task-traced one is left out of the statistics; when it also
+    holds the epoch's validation pass it runs off the chart's scale, and the page says what it held."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps(
+        {"output": str(tmp_path / "prof"), "training_trace": "on", "task_trace": "on", "start_step": 4, "stop_step": 4}))
+    done = subprocess.run([sys.executable, str(SCRIPTS / "keras_fit_validation.py")], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    prof = only_prof_dir(tmp_path / "prof")
+    out = tmp_path / "page.html"
+    assert main(["view", str(prof), "-o", str(out)]) == 0
+    # Iteration 4 (the epoch's last) is traced; 5 follows it and its gap holds epoch 1's 3 validation batches.
+    assert re.search(r"Iteration ID 5: [\d,]+ µs \(validation: 3 run\(s\), [\d,]+ µs; right after a task-traced one\)",
+                     out.read_text())
