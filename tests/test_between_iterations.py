@@ -107,3 +107,26 @@ def test_the_page_names_the_validation_pass_in_an_off_scale_iteration(tmp_path: 
     # Iteration 4 (the epoch's last) is traced; 5 follows it and its gap holds epoch 1's 3 validation batches.
     assert re.search(r"Iteration ID 5: [\d,]+ µs \(validation: 3 run\(s\), [\d,]+ µs; right after a task-traced one\)",
                      out.read_text())
+
+
+def test_a_session_runs_kind_is_read_from_what_it_fetches() -> None:
+    import tensorflow as tf
+
+    from npu_tf_profiling.runtime.other_runs import session_run_kind
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        step = tf1.train.get_or_create_global_step()
+        batch = tf1.data.make_one_shot_iterator(tf.data.Dataset.from_tensors([1.0]).repeat()).get_next()
+        weight = tf1.get_variable("w", [1], initializer=tf1.zeros_initializer())
+        loss = tf.reduce_sum(weight * batch)
+        summary = tf1.summary.merge([tf1.summary.scalar("loss", loss)])
+        saver = tf1.train.Saver()
+        init = tf1.global_variables_initializer()
+        next_step = step + 1  # what an Estimator hook reads each step
+    kinds = {name: session_run_kind(graph, fetches) for name, fetches in {
+        "batch": [batch], "loss": loss, "summary": summary, "save": saver.saver_def.save_tensor_name,
+        "init": init, "step": next_step}.items()}
+    assert kinds == {"batch": "input reads", "loss": "evaluation", "summary": "summaries", "save": "checkpoint",
+                     "init": "initialization", "step": "variable reads"}
