@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Optional
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.atomic import atomic_write_text
-from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.errors import NothingFoundError
 from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, load_prof_dir, report_timestamp
-from npu_tf_profiling.reports.step.timeline import step_trace_events
+from npu_tf_profiling.reports.step.table import write_step_trace_csv
+from npu_tf_profiling.reports.step.timeline import write_step_trace_json
+from npu_tf_profiling.reports.trace_slices import DEFAULT_SLICE_BYTES
 
 STEP_TRACE_STEM = "step_trace"
 
@@ -33,13 +33,12 @@ def step_trace_paths(prof_dir: Path | str, timestamp: str) -> tuple[Path, Path]:
     return out / f"{STEP_TRACE_STEM}_{timestamp}.csv", out / f"{STEP_TRACE_STEM}_{timestamp}.json"
 
 
-def write_step_trace_files(data: ProfData, timestamp: Optional[str] = None) -> list[Path]:
-    """Write the reports of already-loaded data; returns [csv, json]."""
+def write_step_trace_files(data: ProfData, timestamp: Optional[str] = None, slice_bytes: int = DEFAULT_SLICE_BYTES) -> list[Path]:
+    """Write the reports of already-loaded data; returns [csv, json] (or [csv, json slices...] for a long run)."""
     ts = check_timestamp(timestamp) if timestamp is not None else report_timestamp(data.prof_dir)
     csv_path, json_path = step_trace_paths(data.prof_dir, ts)
-    atomic_write_text(csv_path, data.table.to_csv())
-    atomic_write_text(json_path, chrome_trace.dumps_events(step_trace_events(data.table)))
-    return [csv_path, json_path]
+    write_step_trace_csv(data.table, csv_path)
+    return [csv_path] + write_step_trace_json(data.table, json_path.parent, json_path.name, STEP_TRACE_STEM, ts, slice_bytes)
 
 
 def write_step_trace_reports(prof_dir: Path | str, timestamp: Optional[str] = None) -> list[Path]:
@@ -110,7 +109,7 @@ def write_all_reports(
     elif data is not None:
         out.notes.extend(task_reports.untraced_notes(data))
     if data is not None:
-        out.layout_folders = _write_msprof_layouts(data)
+        out.layout_folders = _write_msprof_layouts(data, out.notes)
         _write_tensorboard_runs(data, out)
     return out
 
@@ -138,7 +137,7 @@ def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
                      f"open with: tensorboard --logdir {logdirs[0]}")
 
 
-def _write_msprof_layouts(data: ProfData) -> list[Path]:
+def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:
     """The msprof-analyze / MindStudio Insight folders (``reports.msprof``); a failure there is a warning.
 
     Our own reports are already written by then and stay valid, so an error in
@@ -147,7 +146,7 @@ def _write_msprof_layouts(data: ProfData) -> list[Path]:
     from npu_tf_profiling.reports.msprof.writer import write_prof_dir_layouts
 
     try:
-        return write_prof_dir_layouts(data)
+        return write_prof_dir_layouts(data, notes)
     except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user their reports
         warnings.warn(f"{data.prof_dir}: msprof-analyze layout not written: {exc!r}", RuntimeWarning, stacklevel=3)
         return []

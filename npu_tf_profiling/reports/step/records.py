@@ -158,18 +158,22 @@ class _FileNotes:
 
 def read_training_traces(paths: list[Path]) -> TraceRead:
     """Read the step-trace files of one device (binary and/or JSON lines) into one ``TraceRead``."""
-    rows: list[dict[str, Any]] = []
+    blocks: list[pd.DataFrame] = []
     skipped: list[SkippedLine] = []
     for path in paths:
         data = Path(path).read_bytes()
         notes = _FileNotes()
-        file_rows, file_skipped = _frame_rows(data, notes) if Path(path).suffix == ".bin" else _json_rows(data, notes)
+        if Path(path).suffix == ".bin":
+            file_blocks, file_skipped = _frame_rows(data, notes)
+        else:
+            rows, file_skipped = _json_rows(data, notes)
+            file_blocks = [_typed(pd.DataFrame(rows, columns=RAW_COLUMNS))] if rows else []
         if file_skipped:
             _warn_skipped(Path(path), file_skipped)
         _warn_implausible(Path(path), notes)
-        rows.extend(file_rows)
+        blocks.extend(b for b in file_blocks if len(b))
         skipped.extend(file_skipped)
-    frame = _typed(pd.DataFrame(rows, columns=RAW_COLUMNS)) if rows else _empty_frame()
+    frame = _typed(pd.concat(blocks, ignore_index=True)[RAW_COLUMNS]) if blocks else _empty_frame()
     shown = paths[0] if paths else Path()
     frame, id_source = assign_iteration_ids(frame, source=str(shown))
     return TraceRead(path=shown, frame=frame, skipped=skipped, id_source=id_source)
@@ -242,16 +246,16 @@ def _blank_implausible(row: dict[str, Any]) -> int:
     return count
 
 
-def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
-    """One row per binary record; a record without a plausible iteration end is skipped, as in the JSON reader."""
-    rows: list[dict[str, Any]] = []
+def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[pd.DataFrame], list[SkippedLine]]:
+    """One block of rows per binary frame; a record without a plausible iteration end is skipped, as in the JSON reader."""
+    blocks: list[pd.DataFrame] = []
     skipped: list[SkippedLine] = []
     for item in decode_frames(data):
         if isinstance(item, DamagedBytes):
             skipped.append(SkippedLine(item.record, f"{item.reason} at byte {item.offset}"))
             continue
-        rows.extend(_rows_of_frame(item, skipped, notes))
-    return rows, skipped
+        blocks.append(_rows_of_frame(item, skipped, notes))
+    return blocks, skipped
 
 
 def _plausible_times(frame: Frame, notes: _FileNotes) -> np.ndarray:
@@ -270,7 +274,8 @@ def _plausible_times(frame: Frame, notes: _FileNotes) -> np.ndarray:
     return np.where(bad, np.nan, times)
 
 
-def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> list[dict[str, Any]]:
+def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> pd.DataFrame:
+    """The frame's usable records as ``RAW_COLUMNS`` columns, built from its arrays (no dict per record)."""
     shape = frame.shape
     get_next_pairs = min(shape.get_next_pairs, MAX_GET_NEXT_PAIRS)
     reduce_pairs = min(shape.reduce_pairs, MAX_REDUCE_PAIRS)
@@ -281,35 +286,35 @@ def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) 
                 f"{kept}: records {frame.first_record}..{frame.first_record + len(frame.rows) - 1} are read with the first {kept}"
             )
     times = _plausible_times(frame, notes)
+    numbers = frame.first_record + np.arange(len(times))
+    usable = ~np.isnan(times[:, -1])
+    for number in numbers[~usable].tolist():
+        skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or no clock reading"))
+    times = times[usable]
     fp_at = 2 * shape.get_next_pairs
     bp_at = fp_at + shape.has_fp
     reduce_at = bp_at + shape.has_bp
-    # Only the columns kept (the pairs past the bound never reach Python objects).
-    columns = [*range(2 * get_next_pairs), *range(fp_at, reduce_at + 2 * reduce_pairs), times.shape[1] - 1]
-    kept_times = times[:, columns].tolist()
-    fp_at, bp_at = 2 * get_next_pairs, 2 * get_next_pairs + shape.has_fp
-    reduce_at = bp_at + shape.has_bp
-    runs = frame.rows["run"].tolist()
-    steps = frame.rows["step"].tolist()
-    out = []
-    for index, (run, step, row_times) in enumerate(zip(runs, steps, kept_times)):
-        number = frame.first_record + index
-        values = [None if value != value else value for value in row_times]  # NaN: not measured
-        if values[-1] is None:
-            skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or no clock reading"))
-            continue
-        out.append({
-            "line": number,
-            layout.K_MODEL_ID: frame.model_id,
-            layout.K_RUN: run,
-            layout.K_STEP: step if shape.has_step and step != NO_STEP else None,
-            layout.K_FP_START: values[fp_at] if shape.has_fp else None,
-            layout.K_BP_END: values[bp_at] if shape.has_bp else None,
-            layout.K_ITERATION_END: values[-1],
-            layout.K_GET_NEXT: [(values[2 * i], values[2 * i + 1]) for i in range(get_next_pairs)],
-            layout.K_REDUCE: [(values[reduce_at + 2 * i], values[reduce_at + 2 * i + 1]) for i in range(reduce_pairs)],
-        })
-    return out
+    missing = np.full(len(times), np.nan)
+    steps = frame.rows["step"][usable]
+    return pd.DataFrame({
+        "line": numbers[usable],
+        layout.K_MODEL_ID: np.full(len(times), frame.model_id, dtype=np.int64),
+        layout.K_RUN: pd.array(frame.rows["run"][usable].astype(np.int64), dtype="Int64"),
+        layout.K_STEP: pd.arrays.IntegerArray(np.where(steps == NO_STEP, 0, steps).astype(np.int64),
+                                              (steps == NO_STEP) | (not shape.has_step)),
+        layout.K_FP_START: times[:, fp_at] if shape.has_fp else missing,
+        layout.K_BP_END: times[:, bp_at] if shape.has_bp else missing,
+        layout.K_ITERATION_END: times[:, -1],
+        layout.K_GET_NEXT: _pair_lists(times[:, :2 * get_next_pairs]),
+        layout.K_REDUCE: _pair_lists(times[:, reduce_at:reduce_at + 2 * reduce_pairs]),
+    })
+
+
+def _pair_lists(columns: np.ndarray) -> list[list[tuple[Optional[float], Optional[float]]]]:
+    """(start, end) columns side by side as each record's list of pairs, None where not measured."""
+    values = columns.astype(object)
+    values[np.isnan(columns)] = None
+    return [list(zip(row[0::2], row[1::2])) for row in values.tolist()]
 
 
 def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") -> tuple[pd.DataFrame, dict[int, str]]:

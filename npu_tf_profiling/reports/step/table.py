@@ -24,12 +24,14 @@ Iteration End − FP Start, rather than silently spanning the hole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.column_csv import int_column, write_int_csv
 from npu_tf_profiling.reports.step.records import ITERATION_ID
 
 NA = "N/A"
@@ -134,6 +136,12 @@ class StepTraceTable:
         return self.csv_frame().to_csv(index=False, na_rep=NA, lineterminator="\n")
 
 
+def write_step_trace_csv(table: StepTraceTable, path: Path) -> None:
+    """Write ``table.to_csv()``'s bytes to ``path``, streamed from the columns (a million rows in about a second)."""
+    columns = [int_column(table.frame[name]) for name in _internal_columns(table.n_reduce)]
+    write_int_csv(path, csv_header(table.n_reduce), columns, missing=NA)
+
+
 def reduce_start_key(k: int) -> str:
     """Unique column name of group ``k``'s (0-based) Reduce Start in ``StepTraceTable.frame``."""
     return f"{REDUCE_START}#{k}"
@@ -175,6 +183,8 @@ def pair_matrix(
 
     A missing value is NaN; the places past a record's own pairs hold ``padding``.
     """
+    if width and all(len(pairs) == width for pairs in lists):  # the usual case: one shape for every record
+        return np.array(lists, dtype=np.float64).reshape(len(lists), width, 2)
     out = np.empty((len(lists), width, 2))
     out[:, :] = padding
     for row, pairs in enumerate(lists):
