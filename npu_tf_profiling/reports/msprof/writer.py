@@ -27,11 +27,14 @@ from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 
 
-# Above this many events (iterations + all-reduce groups + tasks) a rank gets no trace_view.json and no
-# communication.json: at about 1.4 KB and 1 KB an iteration they would pass the 200 MiB slice size past
-# some 140,000 iterations, and msprof-analyze's cluster analysis reads the database whenever a folder has
-# one (db mode: ascend_pytorch_profiler_<rank>.db, analysis.db), never those JSON files.
-TEXT_LAYOUT_MAX_EVENTS = 200_000
+# Above this many events (iterations + all-reduce groups + tasks) a rank gets only what msprof-analyze's
+# cluster analysis reads: it reads the databases whenever a folder has one (db mode:
+# ascend_pytorch_profiler_<rank>.db, analysis.db, and profiler_info_<rank>.json for the rank), never the
+# text copies (trace_view.json, communication.json, communication_matrix.json, step_trace_time.csv);
+# MindStudio Insight opens the database too. They cost about 2.4 KB and 0.1 ms an iteration (one Python object per event),
+# so past this size they would only add minutes, memory and, past some 140,000 iterations, files too
+# big to open. 50,000 events: some 25,000 iterations of one all-reduce, about 60 MB of JSON.
+TEXT_LAYOUT_MAX_EVENTS = 50_000
 
 
 def is_long(model: RankModel) -> bool:
@@ -40,10 +43,13 @@ def is_long(model: RankModel) -> bool:
     return events > TEXT_LAYOUT_MAX_EVENTS
 
 
+TEXT_COPIES = (names.TRACE_VIEW_JSON, names.COMMUNICATION_JSON, names.COMMUNICATION_MATRIX_JSON, names.STEP_TRACE_TIME_CSV)
+
+
 def long_rank_note(model: RankModel, folder: Path) -> str:
-    return (f"rank {model.rank}: {len(model.steps)} iterations: {names.TRACE_VIEW_JSON} and {names.COMMUNICATION_JSON} "
-            f"left out of {folder} (over {TEXT_LAYOUT_MAX_EVENTS} events they would not open; msprof-analyze reads "
-            f"the rank's database instead, and step_trace_<ts>.json holds the timeline)")
+    return (f"rank {model.rank}: {len(model.steps)} iterations: the text copies ({', '.join(TEXT_COPIES)}) left out of "
+            f"{folder}: over {TEXT_LAYOUT_MAX_EVENTS} events msprof-analyze and MindStudio Insight read the rank's "
+            f"databases, and the reports' step_trace_<ts>.csv/.json hold the same steps")
 
 
 def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
@@ -62,13 +68,19 @@ def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
     texts: list[tuple[Path, Optional[Callable[[], Optional[str]]]]] = [
         (folder / names.profiler_info_name(model.rank), lambda: profiler_info.profiler_info_json(model)),
         (folder / names.PROFILER_METADATA_JSON, lambda: profiler_info.profiler_metadata_json(model)),
-        (out / names.TRACE_VIEW_JSON, (lambda: trace_view.trace_view_json(model)) if text_copies else None),
-        (out / names.COMMUNICATION_JSON, (lambda: communication_json.communication_json(model)) if text_copies else None),
+        (out / names.TRACE_VIEW_JSON, lambda: trace_view.trace_view_json(model)),
+        (out / names.COMMUNICATION_JSON, lambda: communication_json.communication_json(model)),
         (out / names.COMMUNICATION_MATRIX_JSON, lambda: communication_json.communication_matrix_json(model)),
         (out / names.KERNEL_DETAILS_CSV, (lambda: kernel_details.kernel_details_csv(model.tasks)) if has_tasks else None),
     ]
-    step_trace_time.write_step_trace_time_csv(model.steps, out / names.STEP_TRACE_TIME_CSV)
-    written = [out / names.STEP_TRACE_TIME_CSV]
+    if not text_copies:
+        texts = [(path, None if path.name in TEXT_COPIES else build) for path, build in texts]
+    written = []
+    if text_copies:
+        step_trace_time.write_step_trace_time_csv(model.steps, out / names.STEP_TRACE_TIME_CSV)
+        written.append(out / names.STEP_TRACE_TIME_CSV)
+    else:
+        own_files.remove(out / names.STEP_TRACE_TIME_CSV)
     for path, build in texts:
         text = None if build is None else build()
         if text is None:
