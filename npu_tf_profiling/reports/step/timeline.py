@@ -34,7 +34,7 @@ import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -118,17 +118,17 @@ class _Track:
         self.negative = sum(t.negative() for t in types)
         self.lanes = self._lanes()
 
-    def _lanes(self) -> np.ndarray:
-        """Lane of every (row, type) span (row-major order, as ``assign_lanes`` numbers them); 0 for unusable ones."""
-        lanes = np.zeros(self.usable.shape, dtype=np.int64)
+    def _lanes(self) -> Optional[np.ndarray]:
+        """Lane of every (row, type) span (row-major order, as ``assign_lanes`` numbers them); None: all in one lane."""
         if not self.usable.any():
-            return lanes
+            return None
         ts = np.column_stack([t.ts.values for t in self.types])[self.usable]
         dur = np.column_stack([t.dur.values for t in self.types])[self.usable]
         order = np.lexsort((np.arange(len(ts)), dur, ts))
         ends = np.maximum.accumulate((ts + dur)[order])
         if np.all(ts[order][1:] >= ends[:-1]):
-            return lanes  # no overlap: one lane (the common case, decided without a Python loop)
+            return None  # no overlap: one lane (the common case, decided without a Python loop)
+        lanes = np.zeros(self.usable.shape, dtype=np.int64)
         lanes[self.usable] = chrome_trace.assign_lanes(list(zip(ts.tolist(), dur.tolist())))
         return lanes
 
@@ -136,16 +136,15 @@ class _Track:
         return bool(self.usable.any())
 
     def lane_count(self) -> int:
-        return int(self.lanes.max()) + 1 if self.usable.any() else 1
+        return 1 if self.lanes is None else int(self.lanes.max()) + 1
 
     def encode(self, lo: int, hi: int, first_tid: int) -> list[str]:
         """Each row's spans of this track, rows lo..hi-1 of the model, as JSON joined by commas."""
         per_type: list[list[str]] = []
-        single_lane = self.lane_count() == 1
         for j, span in enumerate(self.types):
             names, args = span.text(lo, hi)
             ts, dur = span.ts.texts(lo, hi), span.dur.texts(lo, hi)
-            if single_lane:
+            if self.lanes is None:
                 events = list(map(_event_template(self.pid, str(first_tid)).format, names, ts, dur, args))
             else:
                 tids = map(str, (self.lanes[lo:hi, j] + first_tid).tolist())
@@ -224,30 +223,34 @@ def _section(track: _Track, start: int, stop: int, first_tid: int) -> trace_slic
 def step_trace_timeline(table: st.StepTraceTable) -> StepTraceTimeline:
     """Plan the timeline of every device and model in ``table`` (rows in (device, model, iteration) order)."""
     frame = table.frame
-    order = np.lexsort((np.arange(len(frame)), frame[st.MODEL_ID].to_numpy(dtype="int64", na_value=0),
-                        frame[st.DEVICE_ID].to_numpy(dtype="int64", na_value=0)))
-    frame = frame.iloc[order]
+    devices = frame[st.DEVICE_ID].to_numpy(dtype="int64", na_value=0)
+    models = frame[st.MODEL_ID].to_numpy(dtype="int64", na_value=0)
+    order = np.lexsort((np.arange(len(frame)), models, devices))
+    if not np.array_equal(order, np.arange(len(frame))):  # already in order (the usual case): no copy of the table
+        frame, devices, models = frame.iloc[order], devices[order], models[order]
+    # Contiguous (device, model) groups, as row ranges: slices of the table, not copies.
+    cuts = np.flatnonzero((devices[1:] != devices[:-1]) | (models[1:] != models[:-1])) + 1
+    starts, stops = [0, *cuts.tolist()], [*cuts.tolist(), len(frame)]
     metadata: list[chrome_trace.Event] = []
     sections: list[trace_slices.Section] = []
     negative = 0
-    offset = 0
-    for device_key, device_rows in frame.groupby(st.DEVICE_ID, sort=True):
-        device_id = pid = int(device_key)
-        metadata.append(chrome_trace.process_name_event(pid, f"Device {device_id}"))
-        metadata.append(chrome_trace.process_sort_event(pid, device_id))
-        next_tid = 1
-        for model_key, model_rows in device_rows.groupby(st.MODEL_ID, sort=True):
-            model_id = int(model_key)
-            for track in _model_tracks(model_rows, table.n_reduce, pid):
-                negative += track.negative
-                if not track.has_spans() and track.kind != TRACK_ITERATION:
-                    continue
-                for lane in range(track.lane_count()):
-                    metadata.append(chrome_trace.thread_name_event(pid, next_tid + lane, model_track_name(model_id, track.kind, lane)))
-                    metadata.append(chrome_trace.thread_sort_event(pid, next_tid + lane, next_tid + lane))
-                sections.append(_section(track, offset, offset + len(model_rows), next_tid))
-                next_tid += track.lane_count()
-            offset += len(model_rows)
+    next_tid = 1
+    for start, stop in zip(starts, stops) if len(frame) else ():
+        pid = int(devices[start])
+        if start == 0 or devices[start - 1] != pid:
+            metadata.append(chrome_trace.process_name_event(pid, f"Device {pid}"))
+            metadata.append(chrome_trace.process_sort_event(pid, pid))
+            next_tid = 1
+        model_id = int(models[start])
+        for track in _model_tracks(frame.iloc[start:stop], table.n_reduce, pid):
+            negative += track.negative
+            if not track.has_spans() and track.kind != TRACK_ITERATION:
+                continue
+            for lane in range(track.lane_count()):
+                metadata.append(chrome_trace.thread_name_event(pid, next_tid + lane, model_track_name(model_id, track.kind, lane)))
+                metadata.append(chrome_trace.thread_sort_event(pid, next_tid + lane, next_tid + lane))
+            sections.append(_section(track, start, stop, next_tid))
+            next_tid += track.lane_count()
     return StepTraceTimeline(metadata, sections, len(frame), negative)
 
 
