@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from npu_tf_profiling.reports.msprof import comm_names
-from npu_tf_profiling.reports.msprof.db_schema import ANALYSIS_TABLES, write_database
+from npu_tf_profiling.reports.msprof.db_schema import ANALYSIS_TABLES, column_items, write_database
 from npu_tf_profiling.reports.msprof.rank_model import RankModel
 from npu_tf_profiling.reports.msprof.step_trace_time import step_values
 
@@ -26,16 +26,17 @@ from npu_tf_profiling.reports.msprof.step_trace_time import step_values
 def analysis_db_rows(model: RankModel) -> dict[str, Iterable[tuple[Any, ...]]]:
     """The two tables' rows, streamed from the columns (a million-step run has a million of each)."""
     values = step_values(model.steps)
-    columns = [values[c].to_numpy(dtype="int64").tolist() for c in values.columns]
+    columns = [column_items(values[c].to_numpy(dtype="int64")) for c in values.columns]
     step_rows = zip(map(str, columns[0]), *columns[1:])
     group = comm_names.group_hash(comm_names.WORLD_GROUP)
     ops = model.comm_ops
     start_us = ops["start_us"].to_numpy(dtype="float64")
-    elapse_ms = ((ops["end_us"].to_numpy(dtype="float64") - start_us) / 1000.0).tolist()
-    model_ids, steps, groups = (ops[c].to_numpy(dtype="int64").tolist() for c in ("model_id", "step", "group"))
+    elapse_ms = (ops["end_us"].to_numpy(dtype="float64") - start_us) / 1000.0
+    model_ids, steps, groups = (ops[c].to_numpy(dtype="int64") for c in ("model_id", "step", "group"))
     comm_rows = zip(
-        map(comm_names.op_name, model_ids, steps, groups), repeat(group), start_us.tolist(), elapse_ms, elapse_ms,
-        repeat(0.0), repeat(0.0), repeat(0.0), map(comm_names.step_key, steps), repeat(comm_names.COLLECTIVE),
+        map(comm_names.op_name, column_items(model_ids), column_items(steps), column_items(groups)), repeat(group),
+        column_items(start_us), column_items(elapse_ms), column_items(elapse_ms), repeat(0.0), repeat(0.0), repeat(0.0),
+        map(comm_names.step_key, column_items(steps)), repeat(comm_names.COLLECTIVE),
     )
     return {"StepTraceTime": step_rows, "CommAnalyzerTime": comm_rows}
 

@@ -48,7 +48,7 @@ import numpy as np
 
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.msprof import comm_names, profiler_info
-from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds, write_database
+from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds, column_items, write_database
 from npu_tf_profiling.reports.msprof.kernel_details import NA, OP_STATE_STATIC
 from npu_tf_profiling.reports.msprof.rank_model import (
     END_US,
@@ -79,10 +79,11 @@ def _steps(model: RankModel, strings: StringIds, rows: Rows) -> None:
     start = model.steps[START_US].to_numpy(dtype="float64")
     end = model.steps[END_US].to_numpy(dtype="float64")
     known = ~(np.isnan(start) | np.isnan(end))
-    steps, start_ns, end_ns = steps[known].tolist(), _ns(start[known]).tolist(), _ns(end[known]).tolist()
-    names = [strings(f"ProfilerStep#{step}") for step in steps]
-    rows["STEP_TIME"] = zip(steps, start_ns, end_ns)
-    rows["PYTORCH_API"] = zip(start_ns, end_ns, repeat(tid), repeat(None), names, *repeat(repeat(None), 5), repeat(API_TYPES["op"]))
+    steps, start_ns, end_ns = steps[known], _ns(start[known]), _ns(end[known])
+    names = np.array([strings(f"ProfilerStep#{step}") for step in steps.tolist()], dtype=np.int64)
+    rows["STEP_TIME"] = zip(column_items(steps), column_items(start_ns), column_items(end_ns))
+    rows["PYTORCH_API"] = zip(column_items(start_ns), column_items(end_ns), repeat(tid), repeat(None), column_items(names),
+                              *repeat(repeat(None), 5), repeat(API_TYPES["op"]))
 
 
 def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
@@ -93,14 +94,16 @@ def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connec
     tid = model.pid << 32
     ops = model.comm_ops
     count = len(ops)
-    start_ns = _ns(ops["start_us"].to_numpy(dtype="float64")).tolist()
-    end_ns = _ns(ops["end_us"].to_numpy(dtype="float64")).tolist()
-    names = [strings(comm_names.op_name(m, step, g)) for m, step, g in
-             zip(*(ops[c].to_numpy(dtype="int64").tolist() for c in ("model_id", "step", "group")))]
+    start_ns = _ns(ops["start_us"].to_numpy(dtype="float64"))
+    end_ns = _ns(ops["end_us"].to_numpy(dtype="float64"))
+    names = np.array([strings(comm_names.op_name(m, step, g)) for m, step, g in
+                      zip(*(ops[c].to_numpy(dtype="int64").tolist() for c in ("model_id", "step", "group")))], dtype=np.int64)
     connections = range(next_connection, next_connection + count)
-    rows["COMMUNICATION_OP"] = zip(names, start_ns, end_ns, connections, repeat(group), range(count), repeat(0), repeat(0),
-                                   repeat(None), repeat(na), repeat(None), repeat(op_type), repeat(model.rank))
-    rows["CANN_API"] = [zip(start_ns, end_ns, repeat(API_TYPES["communication"]), repeat(tid), connections, repeat(api))]
+    rows["COMMUNICATION_OP"] = zip(column_items(names), column_items(start_ns), column_items(end_ns), connections, repeat(group),
+                                   range(count), repeat(0), repeat(0), repeat(None), repeat(na), repeat(None), repeat(op_type),
+                                   repeat(model.rank))
+    rows["CANN_API"] = [zip(column_items(start_ns), column_items(end_ns), repeat(API_TYPES["communication"]), repeat(tid),
+                            connections, repeat(api))]
     return next_connection + count
 
 
@@ -140,8 +143,9 @@ def _data_input(model: RankModel, strings: StringIds, rows: Rows, first_id: int,
     count = int(known.sum())
     task_ids = range(first_id, first_id + count)
     rows["TASK"] = chain(rows["TASK"], zip(
-        _ns(start[known]).tolist(), _ns(end[known]).tolist(), repeat(model.rank), range(next_connection, next_connection + count),
-        task_ids, repeat(model.pid), repeat(kind), repeat(None), repeat(None), task_ids, model_ids[known].astype(np.int64).tolist()))
+        column_items(_ns(start[known])), column_items(_ns(end[known])), repeat(model.rank),
+        range(next_connection, next_connection + count), task_ids, repeat(model.pid), repeat(kind), repeat(None), repeat(None),
+        task_ids, column_items(model_ids[known].astype(np.int64))))
 
 
 def _meta(model: RankModel) -> list[tuple[str, str]]:
