@@ -2,7 +2,7 @@
 
 Profiling comes from the environment; the script never imports npu_tf_profiling. The last line
 printed is JSON: the steps run, the wall clock (time.time) when the loop ended, and the process's peak
-RSS then (KiB), so a caller can tell what the process's exit cost on top of the loop.
+RSS (KiB) and CPU seconds then, so a caller can tell what the process's exit cost on top of the loop.
 """
 import json
 import os
@@ -27,5 +27,5 @@ with v1.Session() as sess:
     for _ in range(steps):
         sess.run(train)
     loop_end = time.time()
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"steps": steps, "loop_end": loop_end, "peak_rss_kib": peak_kib}))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"steps": steps, "loop_end": loop_end, "peak_rss_kib": usage.ru_maxrss, "cpu_s": usage.ru_utime + usage.ru_stime}))
