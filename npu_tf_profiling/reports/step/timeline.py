@@ -104,9 +104,11 @@ class _SpanType:
 
 
 def _event_template(pid: int, tid: str) -> str:
-    """``str.format`` template of one span: name, ts, dur, [tid,] args body (keys in the order of the dict form)."""
-    return ('{{"name":{},"ph":"X","cat":"%s","ts":{},"dur":{},"pid":%d,"tid":%s,"args":{{{}}}}}'
-            % (_CATEGORY, pid, tid.replace("{}", "{}") if tid == "{}" else tid))
+    """``str.format`` template of one span: name, ts, dur, args body, and the tid when ``tid`` is ``"{}"``.
+
+    Keys in the order of the dict form, so the text is what ``json.dumps`` writes.
+    """
+    return '{{"name":{},"ph":"X","cat":"%s","ts":{},"dur":{},"pid":%d,"tid":%s,"args":{{{}}}}}' % (_CATEGORY, pid, tid)
 
 
 class _Track:
