@@ -8,8 +8,9 @@ time and the child's peak RSS come from ``os.wait4``'s rusage. ``report``
 starts from no reports (its output folder and rank folders are removed before
 each round), as the first ``report`` after a job does.
 
-Printed: per size and command, the median wall time and peak RSS over the
-rounds (each round listed too), the largest file the report wrote, and the
+Printed: per size and command, the median wall time, CPU time (user + system:
+steadier than wall time on a loaded machine) and peak RSS over the rounds
+(each round listed too), the largest file the report wrote, and the
 slope of a log-log fit of time and memory against the iteration count (1 =
 linear). Targets (issue 39): report at 1M iterations <= 20 s and <= 1 GB,
 growing linearly; no JSON or CSV file over 256 MB.
@@ -47,8 +48,8 @@ def _clear_reports(root: Path, prof: Path) -> None:
         shutil.rmtree(folder)
 
 
-def run_command(command: str, prof: Path) -> tuple[float, float]:
-    """One ``npu-tf-prof COMMAND PROF`` in a fresh process: (wall seconds, peak RSS MiB)."""
+def run_command(command: str, prof: Path) -> tuple[float, float, float]:
+    """One ``npu-tf-prof COMMAND PROF`` in a fresh process: (wall seconds, peak RSS MiB, CPU seconds)."""
     argv = [sys.executable, "-m", "npu_tf_profiling.cli", command, str(prof)]
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -58,7 +59,7 @@ def run_command(command: str, prof: Path) -> tuple[float, float]:
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{' '.join(argv)} failed:\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def largest_file(root: Path) -> tuple[str, int]:
@@ -87,7 +88,7 @@ def main(argv: list[str]) -> int:
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="scale_report_"))
-    medians: dict[str, list[tuple[int, float, float]]] = {c: [] for c in args.commands}
+    medians: dict[str, list[tuple[int, float, float, float]]] = {c: [] for c in args.commands}
     try:
         for n in args.iterations:
             root = workdir / f"it{n}"
@@ -104,13 +105,14 @@ def main(argv: list[str]) -> int:
                     runs.append(run_command(command, prof))
                 wall = statistics.median(r[0] for r in runs)
                 rss = statistics.median(r[1] for r in runs)
-                medians[command].append((n, wall, rss))
-                shown = ", ".join(f"{w:.2f} s/{m:.0f} MiB" for w, m in runs)
+                cpu = statistics.median(r[2] for r in runs)
+                medians[command].append((n, wall, rss, cpu))
+                shown = ", ".join(f"{w:.2f} s/{c:.2f} cpu s/{m:.0f} MiB" for w, m, c in runs)
                 extra = ""
                 if command == "report":
                     name, size = largest_file(root)
                     extra = f"; largest file {name} {size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f}"
-                print(f"  {command:8s} median {wall:7.2f} s {rss:7.0f} MiB  (runs: {shown}){extra}")
+                print(f"  {command:8s} median {wall:7.2f} s {cpu:7.2f} cpu s {rss:7.0f} MiB  (runs: {shown}){extra}")
             shutil.rmtree(root, ignore_errors=True)
     finally:
         if not args.workdir:
@@ -119,7 +121,8 @@ def main(argv: list[str]) -> int:
         print("\nlog-log slope against iterations (1 = linear):")
         for command, rows in medians.items():
             ns = [r[0] for r in rows]
-            print(f"  {command:8s} time {slope(ns, [r[1] for r in rows]):.2f}  peak RSS {slope(ns, [r[2] for r in rows]):.2f}")
+            print(f"  {command:8s} time {slope(ns, [r[1] for r in rows]):.2f}  cpu {slope(ns, [r[3] for r in rows]):.2f}  "
+                  f"peak RSS {slope(ns, [r[2] for r in rows]):.2f}")
     return 0
 
 

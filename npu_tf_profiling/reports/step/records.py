@@ -146,7 +146,12 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         frame[key] = frame[key].astype("int64")
     pairs = sorted((c for c in frame.columns if c not in RAW_COLUMNS),
                    key=lambda c: (c.split("#")[0], int(c.split("#")[1].split(".")[0]), c.endswith(".end")))
-    return frame[RAW_COLUMNS + pairs].astype({c: "float64" for c in pairs})
+    if list(frame.columns) != RAW_COLUMNS + pairs:
+        frame = frame[RAW_COLUMNS + pairs]
+    for key in pairs:
+        if frame[key].dtype != np.float64:
+            frame[key] = frame[key].astype("float64")
+    return frame
 
 
 def _warn_skipped(path: Path, skipped: list[SkippedLine]) -> None:
@@ -215,7 +220,10 @@ def read_training_traces(paths: list[Path]) -> TraceRead:
         _warn_implausible(Path(path), notes)
         blocks.extend(b for b in file_blocks if len(b))
         skipped.extend(file_skipped)
-    frame = _typed(pd.concat(blocks, ignore_index=True)) if blocks else _empty_frame()
+        del data, file_blocks  # the blocks hold copies: the file's bytes can go before the next file is read
+    frame = pd.concat(blocks, ignore_index=True) if blocks else None
+    blocks.clear()  # one copy of the rows in memory, not two
+    frame = _typed(frame) if frame is not None else _empty_frame()
     shown = paths[0] if paths else Path()
     frame, id_source = assign_iteration_ids(frame, source=str(shown))
     return TraceRead(path=shown, frame=frame, skipped=skipped, id_source=id_source)

@@ -206,7 +206,7 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
     """
     if n_reduce is None:
         n_reduce = max_reduce_groups(raw)
-    raw = raw.sort_values([layout.K_MODEL_ID, layout.K_ITERATION_END, "line"], kind="mergesort").reset_index(drop=True)
+    raw = _sorted_rows(raw)
     index = raw.index
     fp = to_whole_us(raw[layout.K_FP_START])
     bp = to_whole_us(raw[layout.K_BP_END])
@@ -222,21 +222,18 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
 
     iteration_time = (end - prev_end).where(has_previous, end - fp)
 
-    frame = pd.DataFrame(
-        {
-            DEVICE_ID: pd.Series(device_id, index=index, dtype="Int64"),
-            ITERATION_ID_COL: iteration_id,
-            FP_START: fp,
-            BP_END: bp,
-            ITERATION_END: end,
-            ITERATION_TIME: iteration_time.astype("Int64"),
-            FP_TO_BP: bp - fp,
-            ITERATION_REFRESH: end - bp,
-            DATA_AUG_BOUND: fp - prev_end,
-            MODEL_ID: model.astype("Int64"),
-        },
-        index=index,
-    )
+    columns: dict[str, object] = {
+        DEVICE_ID: pd.Series(device_id, index=index, dtype="Int64"),
+        ITERATION_ID_COL: iteration_id,
+        FP_START: fp,
+        BP_END: bp,
+        ITERATION_END: end,
+        ITERATION_TIME: iteration_time.astype("Int64"),
+        FP_TO_BP: bp - fp,
+        ITERATION_REFRESH: end - bp,
+        DATA_AUG_BOUND: fp - prev_end,
+        MODEL_ID: model.astype("Int64"),
+    }
     # Every pair column at once (one array per kind): a frame of thousands of groups stays one numpy pass.
     reduce = _whole_us_array(pair_array(raw, layout.K_REDUCE, n_reduce))
     gn_counts = pair_counts(raw, layout.K_GET_NEXT)
@@ -244,15 +241,27 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
     absent = np.arange(get_next.shape[1])[None, :] >= gn_counts[:, None]  # past a record's own pairs: never wins
     get_next[:, :, 0][absent], get_next[:, :, 1][absent] = np.inf, -np.inf
     gn_start, gn_end = (_whole_us_array(a) for a in _spans(get_next))
-    added: dict[str, pd.arrays.IntegerArray] = {}
     for k in range(n_reduce):
-        added[reduce_start_key(k)] = _int64_column(reduce[:, k, 0])
-        added[reduce_duration_key(k)] = _int64_column(reduce[:, k, 1] - reduce[:, k, 0])
-    added[GETNEXT_START] = _int64_column(gn_start)
-    added[GETNEXT_END] = _int64_column(gn_end)
-    added[GETNEXT_TIME] = _int64_column(gn_end - gn_start)
-    frame = pd.concat([frame, pd.DataFrame(added, index=index)], axis=1)
-    return StepTraceTable(frame=frame[_internal_columns(n_reduce)], n_reduce=n_reduce, has_previous=has_previous)
+        columns[reduce_start_key(k)] = _int64_column(reduce[:, k, 0])
+        columns[reduce_duration_key(k)] = _int64_column(reduce[:, k, 1] - reduce[:, k, 0])
+    columns[GETNEXT_START] = _int64_column(gn_start)
+    columns[GETNEXT_END] = _int64_column(gn_end)
+    columns[GETNEXT_TIME] = _int64_column(gn_end - gn_start)
+    # One frame, built once in the final column order (no concat, no reselection: each would copy every column).
+    frame = pd.DataFrame({name: columns[name] for name in _internal_columns(n_reduce)}, index=index, copy=False)
+    return StepTraceTable(frame=frame, n_reduce=n_reduce, has_previous=has_previous)
+
+
+def _sorted_rows(raw: pd.DataFrame) -> pd.DataFrame:
+    """``raw`` by Model ID, Iteration End, line, on a fresh 0..n-1 index; itself when it is so already (the reader's order)."""
+    keys = [layout.K_MODEL_ID, layout.K_ITERATION_END, "line"]
+    if isinstance(raw.index, pd.RangeIndex) and raw.index.start == 0 and raw.index.step == 1:
+        model, end, line = (raw[k].to_numpy() for k in keys)
+        ordered = (model[1:] > model[:-1]) | ((model[1:] == model[:-1]) & (
+            (end[1:] > end[:-1]) | ((end[1:] == end[:-1]) & (line[1:] >= line[:-1]))))
+        if bool(ordered.all()):
+            return raw
+    return raw.sort_values(keys, kind="mergesort").reset_index(drop=True)
 
 
 def widen(table: StepTraceTable, n_reduce: int) -> StepTraceTable:
