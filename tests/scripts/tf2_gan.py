@@ -1,6 +1,6 @@
 """GAN-shaped TensorFlow 2 training steps (several tapes and optimizers in one step), for the tests.
 
-Usage: tf2_gan.py STYLE STEPS
+Usage: tf2_gan.py STYLE STEPS [--forget-what-runs]
 
 Profiling comes from the environment (PROFILING_MODE / PROFILING_OPTIONS), as an unmodified
 script gets it. Prints one JSON line: {"style", "steps", "weights": sha256 of every trained
@@ -14,6 +14,10 @@ Styles (one row per call of the step function expected):
                 images concatenated into one critic batch, then a generator update
     two_tapes   a custom `tf.function` step, `next(iterator)` inside, two tapes open at once and two
                 optimizers, called from a Python loop
+
+--forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
+run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
+so that the step's points never fire: the job must say so and still get rows.
 """
 import hashlib
 import json
@@ -25,6 +29,13 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 style, steps = sys.argv[1], int(sys.argv[2])
+if "--forget-what-runs" in sys.argv:
+    import dataclasses
+
+    from npu_tf_profiling.graph_points import loading
+
+    load_tf_graph = loading._from_tf_graph
+    loading._from_tf_graph = lambda graph: dataclasses.replace(load_tf_graph(graph), runs=())
 LATENT, BATCH = 4, 8
 tf.keras.utils.set_random_seed(11)
 images = np.random.default_rng(3).normal(size=(BATCH * 8, 8, 8, 1)).astype(np.float32)

@@ -89,6 +89,8 @@ class ModelSummary:
     fp_measured: bool = True
     bp_measured: bool = True
     point_notes: list[str] = field(default_factory=list)
+    # What traced its tasks: a Session's runs use RunOptions(FULL_TRACE), a TF2 function's calls tf.profiler.
+    tracer: str = "FULL_TRACE"
 
     def render_lines(self) -> list[str]:
         """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
@@ -130,11 +132,11 @@ class ProfSummary:
 def _task_trace_note(m: ModelSummary) -> Optional[str]:
     if m.task_traced_included:
         return (f"every timed iteration was task-traced or right after one, so these statistics include "
-                f"task_trace's overhead (FULL_TRACE and writing its data); {m.task_traced} traced")
+                f"task_trace's overhead ({m.tracer} and writing its data); {m.task_traced} traced")
     if not m.task_traced_left_out:
         return None
     after = m.task_traced_left_out - m.task_traced
-    return (f"{m.task_traced_left_out} task-traced iterations left out: {m.task_traced} traced with FULL_TRACE, "
+    return (f"{m.task_traced_left_out} task-traced iterations left out: {m.task_traced} traced with {m.tracer}, "
             f"which slows them, and {after} right after one, whose Data Aug Bound holds the writing of the trace")
 
 
@@ -238,6 +240,8 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
     infos = {d.device_id: d.info for d in data.devices}
     for m in models:
         m.point_notes = point_notes(infos.get(m.device_id, {}), m.model_id, m.fp_measured, m.bp_measured)
+        if "function" in (infos.get(m.device_id, {}).get("models") or {}).get(str(m.model_id), {}):
+            m.tracer = "tf.profiler"
     return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
 
 

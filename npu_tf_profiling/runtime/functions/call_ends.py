@@ -1,0 +1,72 @@
+"""When each call of a probed training function ended, timed on the host: the rows of a step whose points never fire.
+
+A function's row is written by the probes inside it, just before its iteration end
+runs. Were that op one TensorFlow prunes from the function (it once was: a GAN's
+dead-end gradient), no row would ever be written, and the job would end with no step
+trace and no word. So the calls of each probed function are counted here, by the
+call hook `host_reads` already puts around `Function.__call__`: the function's reader
+(`reader.FunctionModel`) compares them with its ring's run counter, and after
+`SILENT_CALLS` calls with no row it says so and records rows timed at the calls'
+ends instead (Iteration Time, and GetNext where the batch is read before the call).
+A call that raises (the end of the data) is not counted.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_ENDS = 8192  # ends not yet taken as rows (two rings' worth, as host_reads keeps batches)
+SILENT_CALLS = 3  # calls without a row before the function is said to write none
+
+
+@dataclass(eq=False)
+class CallEnds:
+    """One function's completed calls: how many, and the ends (µs since the epoch) not yet taken as rows."""
+
+    count: int = 0
+    ends: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_ENDS))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ended(self, now_us: float) -> None:
+        with self._lock:
+            self.count += 1
+            self.ends.append((self.count, now_us))
+
+    def take(self) -> list[tuple[int, float]]:
+        """The (call number, end) pairs recorded since the last take."""
+        with self._lock:
+            taken = list(self.ends)
+            self.ends.clear()
+            return taken
+
+
+_watched: dict[int, tuple[weakref.ref, CallEnds]] = {}
+_lock = threading.Lock()
+
+
+def watch_calls(function: Any, calls_before: int = 0) -> CallEnds | None:
+    """Count the calls of `function` (a `tf.function`) from now on, after `calls_before` not seen (the
+    call being traced, when the call hook was put in place inside it); None when it is not known."""
+    if function is None:
+        return None
+    with _lock:
+        entry = _watched.get(id(function))
+        if entry is not None and entry[0]() is function:
+            return entry[1]
+        ends = CallEnds(count=calls_before)
+        key = id(function)
+        _watched[key] = (weakref.ref(function, lambda _ref: _watched.pop(key, None)), ends)
+        return ends
+
+
+def call_ended(function: Any) -> None:
+    """From the call hook, after a call of `function` returned (one dict look-up for functions nobody watches)."""
+    if not _watched:
+        return
+    entry = _watched.get(id(function))
+    if entry is not None and entry[0]() is function:
+        entry[1].ended(time.time() * 1e6)
