@@ -25,10 +25,16 @@ SILENT_CALLS = 3  # calls without a row before the function is said to write non
 
 @dataclass(eq=False)
 class CallEnds:
-    """One function's completed calls: how many, and the ends (µs since the epoch) not yet taken as rows."""
+    """One function's completed calls: how many, and the ends (µs since the epoch) not yet taken as rows.
+
+    `models`: the recordings whose probed graphs these calls may run, first traced first. Keras makes
+    more than one training function in one `fit` (each a model of its own) while one `tf.function`
+    object is called, so a function is silent only when none of them writes a row; the first then
+    takes the calls as its rows."""
 
     count: int = 0
     ends: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_ENDS))
+    models: list = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ended(self, now_us: float) -> None:

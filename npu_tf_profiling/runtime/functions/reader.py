@@ -129,7 +129,7 @@ class FunctionModel:
             self._record_call_ends()
             return
         progress = self._progress()
-        if progress == 0 and calls >= SILENT_CALLS and self.feeds is None:
+        if progress == 0 and calls >= SILENT_CALLS and self.feeds is None and self._first_of_silent_models():
             self._fall_back_to_calls(calls)
             return
         # The batches of the rows read here are in the callers' rows; a reader writes its row before the
@@ -170,6 +170,11 @@ class FunctionModel:
             )
         if self.feeds is None:  # a feeder's calls are its step's iterations, counted there
             self.source.after_iteration(int(progress))
+
+    def _first_of_silent_models(self) -> bool:
+        """Whether this is the first recording of the calls it watches, and none of them wrote a row (`call_ends`)."""
+        models = self.call_ends.models if self.call_ends is not None else []
+        return bool(models) and models[0] is self and all(m._progress() == 0 for m in models[1:])
 
     def _fall_back_to_calls(self, calls: int) -> None:
         """No row after `calls` calls: say so (info.json, a warning now and at exit), and time the rows at the calls."""

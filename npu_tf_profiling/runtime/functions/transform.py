@@ -137,6 +137,8 @@ class StepTransform:
             CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
             if model.call_ends is None:  # a step whose row is never written is found by its calls (call_ends)
                 model.call_ends = watch_calls(context.caller, calls_before=0 if context.call_hooked else 1)
+                if model.call_ends is not None:
+                    model.call_ends.models.append(model)
         if fed is not None:
             fed[1].fed_by(model)
             with self._lock:
