@@ -9,7 +9,12 @@ step's last gradient kernel in the same run's task trace.
 
 The last check needs the task trace on the step trace's clock. Until the TF2 task clock
 is aligned from the probe kernels (issue 37), the task times read 25-35 µs late, and
-that check can fail by that much; with the alignment it holds within TASK_CLOCK_US.
+that check allows that much more (UNALIGNED_TASK_CLOCK_US); with the alignment it holds
+within TASK_CLOCK_US.
+
+A step whose points never fire (a fault injected into discovery: the iteration end a
+pruned dead-end gradient, as before the fix) is said so, at once and at exit, naming the
+function and the op that never ran, and gets rows timed at its calls' ends.
 """
 from __future__ import annotations
 
@@ -29,24 +34,27 @@ STEPS = 6
 WINDOW = (3, 5)
 # The issue's bound for a stamp against TensorFlow's own kernel times, once both are on one clock.
 TASK_CLOCK_US = 20.0
+# Issue 37: until the TF2 task clock is aligned from the probe kernels, task times read 25-35 µs late
+# (measured there on 2.15 and 2.21); 0 once that alignment is merged.
+UNALIGNED_TASK_CLOCK_US = 35.0
 
 
-def run_gan(style: str, tmp_path: Path) -> tuple[dict, dict]:
-    """(profiled result, plain result) of one style, run side by side."""
-    options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on",
-               "start_step": WINDOW[0], "stop_step": WINDOW[1]}
-    commands = [Command([sys.executable, str(SCRIPT), style, str(STEPS)], _env(out, options if out else None))
+def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dict, dict, str]:
+    """(profiled result, plain result, the profiled run's stderr) of one style, run side by side."""
+    commands = [Command([sys.executable, str(SCRIPT), style, str(STEPS), *extra], _env(out, options if out else None))
                 for out in (tmp_path, None)]
     results = []
     for done in run_side_by_side(commands, timeout=240):
         assert done.returncode == 0, done.stderr
-        results.append(json.loads(done.stdout.splitlines()[-1]))
-    return results[0], results[1]
+        results.append((json.loads(done.stdout.splitlines()[-1]), done.stderr))
+    return results[0][0], results[1][0], results[0][1]
 
 
 @pytest.mark.parametrize("style", ["wgan_gp", "dcgan", "two_tapes"])
 def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path: Path, style: str) -> None:
-    profiled, plain = run_gan(style, tmp_path)
+    options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on",
+               "start_step": WINDOW[0], "stop_step": WINDOW[1]}
+    profiled, plain, _ = run_gan(style, tmp_path, options)
     assert profiled["weights"] == plain["weights"]
     _, rows = step_trace_rows(tmp_path)
     (model_id, model_rows), = rows_by_model(rows).items()
@@ -66,4 +74,23 @@ def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path
         gradient_ends = [float(t["Task Start(us)"]) + float(t["Task Duration(us)"]) for t in tasks
                          if int(t["Iteration ID"]) == iteration and "gradient_tape/" in t["Op Name"]]
         assert gradient_ends, iteration
-        assert bp_end[iteration] >= max(gradient_ends) - TASK_CLOCK_US, (iteration, bp_end[iteration] - max(gradient_ends))
+        slack = TASK_CLOCK_US + UNALIGNED_TASK_CLOCK_US
+        assert bp_end[iteration] >= max(gradient_ends) - slack, (iteration, bp_end[iteration] - max(gradient_ends))
+
+
+def test_a_step_whose_points_never_fire_is_said_so_and_gets_rows_at_its_calls(tmp_path: Path) -> None:
+    options = {"output": str(tmp_path), "training_trace": "on"}
+    profiled, plain, stderr = run_gan("wgan_gp", tmp_path, options, "--forget-what-runs")
+    assert profiled["weights"] == plain["weights"]
+    (model,) = info_of(tmp_path)["models"].values()
+    dead_end = model["iteration_end"]
+    assert "gradient_tape/" in dead_end  # the fault: a gradient nothing reads, which TensorFlow prunes
+    said = [line for line in stderr.splitlines() if "wrote no step-trace row" in line]
+    assert len(said) == 2 and "at exit" in said[1] and all(dead_end in line and "train_function" in line for line in said), stderr
+    assert model["rows_timed_at_calls"] in info_of(tmp_path)["notes"]
+    _, rows = step_trace_rows(tmp_path)
+    # The env vars' request is read at the first call's trace, inside that call: the calls after it are timed.
+    assert [int(r["Iteration ID"]) for r in rows] == list(range(2, STEPS + 1))
+    assert all(r["FP Start(us)"] == r["BP End(us)"] == "N/A" for r in rows)
+    ends = [float(r["Iteration End(us)"]) for r in rows]
+    assert [float(r["Iteration Time(us)"]) for r in rows[1:]] == [b - a for a, b in zip(ends, ends[1:])]
