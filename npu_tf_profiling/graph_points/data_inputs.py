@@ -51,7 +51,7 @@ def find_data_inputs(index: GraphIndex, regions: Regions, in_function: bool = Fa
         kind = "function argument" if in_function else "feed_dict Placeholder"
     chosen = index.sort_topo(chosen)
     listed = set(chosen) | set(not_batches)
-    skipped = tuple(i for i in candidates if i not in listed)
+    skipped = tuple(i for i in candidates if i not in listed and not (in_function and _placeholder_is_handle(index, i)))
     if not chosen:
         return DataInputs((), skipped, (
             "get_next = none: no iterator, queue or batch Placeholder feeds the loss (synthetic data?)"

@@ -172,8 +172,9 @@ class FunctionModel:
             self.source.after_iteration(int(progress))
 
     def _first_of_silent_models(self) -> bool:
-        """Whether this is the first recording of the calls it watches, and none of them wrote a row (`call_ends`)."""
-        models = self.call_ends.models if self.call_ends is not None else []
+        """Whether this is the first recording of the calls it watches, and none of them wrote a row (`call_ends`;
+        a caller that only reads the batch for its step, a feeder, writes rows that are not iterations)."""
+        models = [m for m in self.call_ends.models if m.feeds is None] if self.call_ends is not None else []
         return bool(models) and models[0] is self and all(m._progress() == 0 for m in models[1:])
 
     def _fall_back_to_calls(self, calls: int) -> None:

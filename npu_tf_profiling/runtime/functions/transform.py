@@ -136,7 +136,7 @@ class StepTransform:
         if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)
             CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
             if model.call_ends is None:  # a step whose row is never written is found by its calls (call_ends)
-                model.call_ends = watch_calls(context.caller, calls_before=0 if context.call_hooked else 1)
+                model.call_ends = watch_calls(context.called, calls_before=0 if context.call_hooked else 1)
                 if model.call_ends is not None:
                     model.call_ends.models.append(model)
         if fed is not None:
