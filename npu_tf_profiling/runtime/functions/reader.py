@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.config.notices import warn_user
+from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
 from npu_tf_profiling.runtime.functions.call_ends import SILENT_CALLS, CallEnds
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
