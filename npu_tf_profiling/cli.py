@@ -5,7 +5,8 @@ Each sub-command lives next to the room it belongs to (``graph_points.command``,
 `cluster` never pay for importing TensorFlow.
 
 Exit codes (``exit_codes``): 0 success, 2 bad input (missing/corrupt file, bad
-arguments), 3 nothing found (e.g. no fp/bp points). Sub-commands return these.
+arguments), 3 nothing found (e.g. no fp/bp points), 4 a regression past the
+threshold (``diff``). Sub-commands return these.
 
 A reader that stops early (``npu-tf-prof points g.pbtxt | head``) closes the
 pipe under us. Well-behaved Unix tools then die of SIGPIPE without a word, and
@@ -30,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "summary": "npu_tf_profiling.reports.commands.summary",
     "cluster": "npu_tf_profiling.reports.commands.cluster",
     "view": "npu_tf_profiling.reports.commands.view",
+    "diff": "npu_tf_profiling.reports.commands.diff",
     "tensorboard": "npu_tf_profiling.reports.commands.tensorboard",
     "run": "npu_tf_profiling.bridge.launcher",
 }
@@ -40,6 +42,7 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "summary": "print a short summary of a PROF_* folder (where the iteration time goes)",
     "cluster": "merge every rank of a multi-worker run: cluster step trace, slow ranks, one timeline",
     "view": "write one offline HTML page of charts (phases, distribution, slowest iterations, top ops, ranks)",
+    "diff": "compare two runs per model and phase (medians, p90s, 95% CI): exit code 4 when Iteration Time regressed",
     "tensorboard": "write the step phases as TensorBoard scalars (one run per model and rank): --logdir DIR",
     "run": "run an unmodified Ascend (npu_bridge) script on CPU/GPU TensorFlow: npu-tf-prof run [--tf1] SCRIPT [ARGS...]",
 }

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import tensorflow.compat.v1 as tf
 
@@ -203,7 +202,7 @@ def test_a_run_ending_during_a_background_drain_keeps_every_row(tmp_path, monkey
                 finished[0] += 1
                 runs.notify_all()
             if not raced.is_set():
-                time.sleep(0.05)  # the reader turns every 0.5 s
+                raced.wait(timeout=30)  # the reader turns every 0.5 s and then waits in the patched drain for this run
         assert raced.is_set()
     records = raw_records(tmp_path)
     assert [(r["run"], r["step"]) for r in records] == [(i, i) for i in range(1, 41)]

@@ -9,6 +9,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.graph_points import TracePointsError, find_trace_points
+from npu_tf_profiling.runtime import dynamic
 from tests.models import profiling_config, session_mlp
 from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
@@ -58,6 +59,7 @@ def test_dynamic_config_points_are_applied_or_logged(tmp_path, monkeypatch) -> N
     config.write_text(json.dumps({"output": str(output), "training_trace": "on", "fp_point": "dense/BiasAdd"}))
     monkeypatch.setenv("PROFILING_MODE", "dynamic")
     monkeypatch.setenv("PROFILING_DYNAMIC_CONFIG", str(config))
+    monkeypatch.setattr(dynamic, "POLL_INTERVAL_S", 0.0)  # every check looks at the file: the reader's next drain sees the edit
     graph = tf.Graph()
     train_op, _, init, _ = session_mlp(graph)
     automatic = find_trace_points(graph)
@@ -68,7 +70,11 @@ def test_dynamic_config_points_are_applied_or_logged(tmp_path, monkeypatch) -> N
         start = 10
         config.write_text(json.dumps({"output": str(output), "training_trace": "on", "fp_point": "dense/BiasAdd",
                                       "bp_point": "gradients/logits/MatMul_grad/MatMul_1", "start_step": start, "stop_step": start + 2}))
-        time.sleep(2.2)  # past the 2 s poll interval, so the next run sees the edit
+        controller = dynamic.controller_for(config)
+        deadline = time.monotonic() + 60
+        while controller.state is not dynamic.DynamicState.COLLECTING:  # the ring reader drains (and polls) every 0.5 s
+            assert time.monotonic() < deadline, "the edit was not loaded in 60 s"
+            time.sleep(0.05)
         for _ in range(12):
             sess.run(train_op)
     _, rows = step_trace_rows(output)

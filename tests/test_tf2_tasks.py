@@ -19,18 +19,21 @@ import socket
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.task_record import FramedRecord, iter_framed_records, parse_xspace_header
+from npu_tf_profiling.reports.step.records import read_device
 from npu_tf_profiling.reports.task import xspace
 
 from tests.test_tf2_step_trace import info_of, rows_by_model, train_with_plain
 from tests.trace_files import only_prof_dir, step_trace_rows
 
 WINDOW = (3, 5)
-# A call's last kernels (its outputs, the ring's write) run after the row's Iteration End stamp.
-AFTER_END_US = 2000.0
+# The task clock is placed by the probe kernels against their stamps (reports.task.xspace): measured on 12 `loop`
+# windows, the pairs agree to -1.0..+3.8 µs of the offset they give; MATCH_US (5 µs) bounds the ones it counts.
+ALIGNMENT_US = xspace.MATCH_US
 
 
 def task_rows(output: Path) -> list[dict[str, str]]:
@@ -56,17 +59,43 @@ def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: 
         mine = [t for t in tasks if t["Model ID"] == model_id]
         assert {int(t["Iteration ID"]) for t in mine} == window
         end_of = {int(r["Iteration ID"]): float(r["Iteration End(us)"]) for r in model_rows}
-        for task in mine:
+        returned = call_returns(tmp_path, int(model_id))
+        for task in mine:  # after the previous iteration's end; ended by the time its call returned (the outputs, the ring's write come after the Iteration End stamp)
             iteration = int(task["Iteration ID"])
             start, duration = float(task["Task Start(us)"]), float(task["Task Duration(us)"])
-            assert end_of[iteration - 1] <= start and start + duration <= end_of[iteration] + AFTER_END_US, task
+            assert end_of[iteration - 1] - ALIGNMENT_US <= start and start + duration <= returned[iteration] + ALIGNMENT_US, task
         for iteration in window:  # the step's own kernels, each iteration (Keras 3: inlined under its caller's call)
             names = {t["Op Name"] for t in mine if int(t["Iteration ID"]) == iteration}
             assert any("gradient_tape/" in n for n in names) and any("Assign" in n or "Apply" in n for n in names), names
     assert_xspace_read_as_tensorflow_reads_it(only_prof_dir(tmp_path))
+    assert_clock_placed_by_the_stamps(only_prof_dir(tmp_path))
     (kernels,) = tmp_path.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv")
     with kernels.open(newline="") as handle:
         assert len(list(csv.DictReader(handle))) == len(tasks)
+
+
+def assert_clock_placed_by_the_stamps(prof: Path) -> None:
+    """Each window's probe kernels, on the epoch, fall on the values their stamps read (save a preempted one)."""
+    frame = read_device(layout.device_dir(prof, 0)).trace.frame
+    for window in iter_framed_records(layout.xspace_path(prof, 0), layout.XSPACE_MAGIC, parse_xspace_header):
+        calls = [(c[layout.K_RUN_START], c[layout.K_RUN_END]) for c in window.header[layout.K_CALLS]]
+        trace = xspace.host_trace(bytes(window.payload))
+        marks = xspace.clock_marks(frame, (calls[0][0], calls[-1][1]))
+        probes = trace.probe_starts + xspace.epoch_offset(trace, window.header[layout.K_ANCHORS], marks, calls)
+        nearest = np.minimum(np.abs(marks[np.clip(np.searchsorted(marks, probes), 0, marks.size - 1)] - probes),
+                             np.abs(marks[np.clip(np.searchsorted(marks, probes) - 1, 0, marks.size - 1)] - probes))
+        assert probes.size >= 3 * len(calls) and np.median(nearest) <= 1.0, nearest
+        assert (nearest <= ALIGNMENT_US).mean() >= 0.75, nearest
+
+
+def call_returns(output: Path, model_id: int) -> dict[int, float]:
+    """Iteration ID -> when its call returned (epoch µs; the task window's call headers), for one model."""
+    device = read_device(layout.device_dir(only_prof_dir(output), 0))
+    frame = device.trace.frame
+    iteration_of = {int(r): int(i) for m, r, i in zip(frame["model_id"], frame["run"], frame["iteration_id"]) if m == model_id}
+    windows = iter_framed_records(layout.xspace_path(only_prof_dir(output), 0), layout.XSPACE_MAGIC, parse_xspace_header)
+    calls = [c for w in windows if isinstance(w, FramedRecord) for c in w.header[layout.K_CALLS] if c[layout.K_MODEL_ID] == model_id]
+    return {iteration_of[c[layout.K_RUN]]: c[layout.K_RUN_END] for c in calls}
 
 
 def tensorflow_kernels(payload: bytes) -> list[dict]:

@@ -95,9 +95,10 @@ def dynamic_config_path(environ: Mapping[str, str] | None = None) -> Path | None
 class DynamicController:
     """Watches one config file and hands out the Collection in force (or None)."""
 
-    def __init__(self, path: Path, poll_interval_s: float = POLL_INTERVAL_S) -> None:
+    def __init__(self, path: Path, poll_interval_s: float | None = None) -> None:
         self.path = path
-        self.poll_interval_s = poll_interval_s
+        # Read when the controller is made (not when this module loaded), so that a test can shorten it.
+        self.poll_interval_s = POLL_INTERVAL_S if poll_interval_s is None else poll_interval_s
         self.log_path = path.parent / "log" / f"monitor_dp_{socket.gethostname()}_{os.getpid()}_rank_{device_id()}.log"
         self.state = DynamicState.IDLE
         self.current: Collection | None = None
@@ -111,7 +112,7 @@ class DynamicController:
             self._write_template()
         self._mtime = self._stat()
         self._latest = self._read_quietly()
-        self._log("INFO", f"watching {path} every {poll_interval_s:g} s")
+        self._log("INFO", f"watching {path} every {self.poll_interval_s:g} s")
 
     # ----- called from every session run -------------------------------------------------
     def poll(self) -> Collection | None:

@@ -80,10 +80,11 @@ def _warn_skipped(path: Path, skipped: list[SkippedRecord]) -> None:
     warnings.warn(f"{path}: skipped {len(skipped)} unusable part(s) ({shown})", RawDataWarning, stacklevel=3)
 
 
-def iteration_records(path: Path) -> Iterator[Union[tuple[int, dict[str, Any], Any], SkippedRecord]]:
+def iteration_records(path: Path, training_frame: Optional[pd.DataFrame] = None) -> Iterator[Union[tuple[int, dict[str, Any], Any], SkippedRecord]]:
     """(offset, task_trace header, StepStats message) per traced iteration of one file, or what was skipped.
 
-    An xspace record gives one item per call of its window, all at the record's offset.
+    An xspace record gives one item per call of its window, all at the record's offset; its clock is
+    aligned to the step trace's stamps in ``training_frame`` (``TraceRead.frame``) when given.
     """
     if path.name != layout.XSPACE_FILE:
         for item in iter_framed_records(path):
@@ -98,9 +99,12 @@ def iteration_records(path: Path) -> Iterator[Union[tuple[int, dict[str, Any], A
     for item in iter_framed_records(path, layout.XSPACE_MAGIC, parse_xspace_header):
         if isinstance(item, FramedRecord):
             calls = item.header[layout.K_CALLS]
+            spans = [(c[layout.K_RUN_START], c[layout.K_RUN_END]) for c in calls]
+            marks = None
+            if training_frame is not None and spans:
+                marks = xspace.clock_marks(training_frame, (min(s for s, _ in spans), max(e for _, e in spans)))
             try:
-                stats = xspace.calls_step_stats(bytes(item.payload), item.header[layout.K_ANCHORS],
-                                                [(c[layout.K_RUN_START], c[layout.K_RUN_END]) for c in calls])
+                stats = xspace.calls_step_stats(bytes(item.payload), item.header[layout.K_ANCHORS], spans, marks)
             except (DecodeError, ValueError) as exc:
                 item = SkippedRecord(item.offset, f"payload is not a usable XSpace ({exc}); {len(calls)} iteration(s) lost")
             else:
@@ -151,15 +155,16 @@ def _in_code_order(codes: dict[str, int]) -> list[str]:
     return names
 
 
-def read_task_trace(paths: Union[Path, str, Sequence[Union[Path, str]]]) -> TaskTrace:
+def read_task_trace(paths: Union[Path, str, Sequence[Union[Path, str]]], training_frame: Optional[pd.DataFrame] = None) -> TaskTrace:
     """Decode task record files (one, or a device's ``layout.task_trace_files``) into one ``TaskTrace``;
-    torn/corrupt parts are skipped with a warning per file."""
+    torn/corrupt parts are skipped with a warning per file. ``training_frame``: the same device's
+    training trace, whose stamps place TensorFlow 2 windows on the step trace's clock."""
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     columns = _Columns()
     skipped: list[SkippedRecord] = []
     for path in paths:
         skipped_here = []
-        for item in iteration_records(path):
+        for item in iteration_records(path, training_frame):
             if isinstance(item, SkippedRecord):
                 skipped_here.append(item)
             else:

@@ -391,7 +391,7 @@ def load_device_tasks(
     paths = layout.task_trace_files(Path(device_dir))
     if not paths:
         return None
-    trace = read_task_trace(paths)
+    trace = read_task_trace(paths, training.frame if training is not None else None)
     models = sorted(set(trace.records[layout.K_MODEL_ID].tolist()))
     graph_ops = {m: read_graph_ops(device_dir, m) for m in models}
     return build_task_table(trace, device_id, training, graph_ops, iteration_times, keep_host_cpu=aicpu_enabled(info))

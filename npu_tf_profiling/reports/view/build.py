@@ -30,6 +30,7 @@ from npu_tf_profiling.reports.view.model_section import add_prof_dir
 from npu_tf_profiling.reports.view.page import Page, plotly_modules
 
 VIEW_NAME = "view.html"
+COMPARE_NAME = "view_compare.html"
 MAX_DETAILED = 8  # PROF folders drawn in full; a 64-rank job's page stays small (each rank's own page has the rest)
 
 
@@ -72,14 +73,19 @@ def find_input(path: Path | str) -> ViewInput:
     return found
 
 
-def build_page(found: ViewInput) -> Page:
-    """The page of ``found`` (raises ``MissingDependencyError`` without plotly)."""
+def build_page(found: ViewInput, compare: Optional[str] = None) -> Page:
+    """The page of ``found``, first compared with the run at ``compare`` when given (raises ``MissingDependencyError``
+    without plotly)."""
     plotly_modules()  # fail before reading tasks, with the install line
     page = Page(title=f"npu-tf-prof view: {found.root.resolve().name or found.root}")
     page.paragraph(f"{found.root.resolve()} · {time.strftime('%Y-%m-%d %H:%M:%S')} · all times in µs, "
                    "as in step_trace_*.csv (docs/output_format.md)")
     for note in found.notes:
         page.paragraph(note, "note")
+    if compare is not None:
+        from npu_tf_profiling.reports.view.compare_section import add_compare  # it reads runs through diff, which reads through here
+
+        add_compare(page, found, compare)
     if found.cluster is not None:
         add_cluster(page, found.cluster)
     detailed = found.loaded[:MAX_DETAILED]
@@ -88,11 +94,11 @@ def build_page(found: ViewInput) -> Page:
         page.paragraph(f"{len(found.loaded)} PROF folders: the first {MAX_DETAILED} are drawn below; run "
                        f"npu-tf-prof view on any of the others for its page ({rest})", "note")
     for data in detailed:
-        add_prof_dir(page, data, _task_tables(data))
+        add_prof_dir(page, data, task_tables(data))
     return page
 
 
-def _task_tables(data: ProfData) -> dict[int, TaskTable]:
+def task_tables(data: ProfData) -> dict[int, TaskTable]:
     """Device id -> its task table, for the devices of ``data`` that were task-traced."""
     tables = {}
     for device in data.devices:
@@ -102,10 +108,13 @@ def _task_tables(data: ProfData) -> dict[int, TaskTable]:
     return tables
 
 
-def write_view(path: Path | str, output: Path | str | None = None) -> Path:
-    """Build the page of ``path`` and write it (default: ``ViewInput.default_output``); returns where."""
+def write_view(path: Path | str, output: Path | str | None = None, compare: Optional[str] = None) -> Path:
+    """Build the page of ``path`` (compared with ``compare``) and write it (default: ``ViewInput.default_output``,
+    named ``COMPARE_NAME`` for a comparison, so the run's own page stays); returns where."""
     found = find_input(path)
-    page = build_page(found)
+    page = build_page(found, compare)
     target = Path(output) if output is not None else found.default_output
+    if output is None and compare is not None:
+        target = target.with_name(COMPARE_NAME)
     atomic_write_text(target, page.to_html())
     return target
