@@ -8,11 +8,13 @@ call hook `host_reads` already puts around `Function.__call__`: the function's r
 (`reader.FunctionModel`) compares them with its ring's run counter, and after
 `SILENT_CALLS` calls with no row it says so and records rows timed at the calls'
 ends instead (Iteration Time, and GetNext where the batch is read before the call).
-A call that raises (the end of the data) is not counted.
+A call that raises (the end of the data) is not counted. Once a row is read, the
+function is no longer watched, and its calls pay nothing for this.
 """
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import time
 import weakref
@@ -30,24 +32,31 @@ class CallEnds:
     `models`: the recordings whose probed graphs these calls may run, first traced first. Keras makes
     more than one training function in one `fit` (each a model of its own) while one `tf.function`
     object is called, so a function is silent only when none of them writes a row; the first then
-    takes the calls as its rows."""
+    takes the calls as its rows. No lock on the call's path: `next()` of a count and a deque's append
+    are atomic under the GIL.
+    """
 
+    key: int
     count: int = 0
     ends: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_ENDS))
     models: list = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    stopped: bool = False  # a recording of its calls wrote a row: they are not counted any more
+    _numbers: Any = None
+
+    def __post_init__(self) -> None:
+        self._numbers = itertools.count(self.count + 1)
 
     def ended(self, now_us: float) -> None:
-        with self._lock:
-            self.count += 1
-            self.ends.append((self.count, now_us))
+        number = next(self._numbers)
+        self.ends.append((number, now_us))
+        self.count = number
 
     def take(self) -> list[tuple[int, float]]:
         """The (call number, end) pairs recorded since the last take."""
-        with self._lock:
-            taken = list(self.ends)
-            self.ends.clear()
-            return taken
+        taken = []
+        while self.ends:
+            taken.append(self.ends.popleft())
+        return taken
 
 
 _watched: dict[int, tuple[weakref.ref, CallEnds]] = {}
@@ -63,10 +72,19 @@ def watch_calls(function: Any, calls_before: int = 0) -> CallEnds | None:
         entry = _watched.get(id(function))
         if entry is not None and entry[0]() is function:
             return entry[1]
-        ends = CallEnds(count=calls_before)
         key = id(function)
+        ends = CallEnds(key, count=calls_before)
         _watched[key] = (weakref.ref(function, lambda _ref: _watched.pop(key, None)), ends)
         return ends
+
+
+def stop_watching(ends: CallEnds) -> None:
+    """The function wrote rows: its calls need no counting any more (the call hook's cost goes back to nothing)."""
+    with _lock:
+        ends.stopped = True
+        entry = _watched.get(ends.key)
+        if entry is not None and entry[1] is ends:
+            del _watched[ends.key]
 
 
 def call_ended(function: Any) -> None:

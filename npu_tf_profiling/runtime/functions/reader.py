@@ -28,7 +28,7 @@ import tensorflow as tf
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
-from npu_tf_profiling.runtime.functions.call_ends import SILENT_CALLS, CallEnds
+from npu_tf_profiling.runtime.functions.call_ends import SILENT_CALLS, CallEnds, stop_watching
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import HostBatches
 from npu_tf_profiling.runtime.profiling_run import ModelEntry
@@ -132,6 +132,8 @@ class FunctionModel:
         if progress == 0 and calls >= SILENT_CALLS and self.feeds is None and self._first_of_silent_models():
             self._fall_back_to_calls(calls)
             return
+        if progress and self.call_ends is not None and not self.call_ends.stopped:  # rows come: no more counting
+            stop_watching(self.call_ends)
         # The batches of the rows read here are in the callers' rows; a reader writes its row before the
         # step it feeds runs, so after this step's progress was read, every batch of its rows up to it is there.
         for feeder in self.feeders:
