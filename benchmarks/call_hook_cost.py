@@ -6,7 +6,9 @@ and task_trace's window). overhead.py compares profiled and plain functions in *
 both sides pay it there; against an unprofiled process it is extra. Here the same profiled tiny
 steps are called through the wrapper and through the method it wraps, in pairs of adjacent
 visits (20 calls each, in a random order), and the difference of the visits' medians is reported,
-beside the same pairs with the wrapped method on both sides (the noise floor).
+beside the same pairs with the wrapped method on both sides (the noise floor). A tiny
+`tf.function` that is not a step (an evaluation helper) is measured the same way: its calls are
+timed and written to other_runs.jsonl (`runtime/other_runs.py`), one line each.
 
 Usage:
     .venv/bin/python benchmarks/call_hook_cost.py [ROUNDS]     (default 300; 3 step functions a round)
@@ -60,17 +62,25 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     npu_tf_profiling.start_tf2_profiling({"output": OUTPUT, "training_trace": "on"})
     steps = [TF2_BUILDERS["tf2_tiny"]()[0] for _ in range(3)]  # the first trace installs the hook
+    import tensorflow as tf
+
+    value = tf.constant([1.0, 2.0])
+    helper_function = tf.function(lambda: tf.reduce_sum(value * 2.0))
+    helper = helper_function  # not a step: each call is timed into other_runs.jsonl
     hooked = Function.__call__
     if not hasattr(hooked, "__npu_tf_profiling_wrapped__"):
         sys.exit("the call hook is not installed: nothing to measure")
     unhooked = hooked.__wrapped__
     methods = {"the call hook adds": hooked, "noise floor (unhooked against unhooked)": unhooked}
     pairs: dict[str, list[float]] = {label: [] for label in methods}
+    pairs["a non-step call's hook (timed, one other_runs line)"] = []
+    helper()
     try:
         for _ in range(rounds):
             for step in steps:
                 for label in random.sample(list(methods), 2):
                     pairs[label].append(_pair(step, methods[label], unhooked))
+            pairs["a non-step call's hook (timed, one other_runs line)"].append(_pair(helper, hooked, unhooked))
     finally:
         Function.__call__ = hooked
     for label, differences in pairs.items():

@@ -33,7 +33,7 @@ def synthetic_data(n: int = 256, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
 
 
 def input_fn(batch: int = 32, sleep_s: float = 0.0):
-    """A tf.data input_fn; `sleep_s` makes every batch slow (an input-bound pipeline)."""
+    """A tf.data input_fn; `sleep_s` makes every batch slow (an input-bound pipeline, read only when asked for)."""
 
     def fn():
         x, y = synthetic_data()
@@ -51,6 +51,13 @@ def input_fn(batch: int = 32, sleep_s: float = 0.0):
                 return {"x": slowed}, labels
 
             ds = ds.map(slow)
+            # No background read-ahead: tf.data's injected prefetch and autotuning would read the next batch during
+            # the step and the host's time between steps, so how much of the sleep shows in GetNext would depend on
+            # the machine's load (a fresh-clone suite run at load 10-18 saw a 15 ms read for a 30 ms sleep).
+            options = tf.data.Options()
+            options.experimental_optimization.inject_prefetch = False
+            options.autotune.enabled = False
+            ds = ds.with_options(options)
         return ds
 
     return fn

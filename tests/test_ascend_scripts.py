@@ -1,10 +1,11 @@
 """Ascend ModelZoo-style scripts run unmodified through `npu-tf-prof run --tf1` with env-var profiling.
 
-The four scripts in tests/scripts/ are written as ModelZoo-TensorFlow's migrated
+The scripts in tests/scripts/ are written as ModelZoo-TensorFlow's migrated
 TF 1.15 scripts are (npu_init star import, NpuOptimizer session config, loss
 scaling, npu_bridge.estimator.npu.* imports, one Estimator, one with
 iterations_per_loop, one built with tf.contrib.slim / layers / data / HParams that
-reads RANK_SIZE at import). Each must produce a step trace with one row per iteration.
+reads RANK_SIZE at import, one star-importing contrib.layers and training with optimize_loss, one
+BERT-style TPUEstimator with use_tpu off). Each must produce a step trace with one row per iteration.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
         ("ascend_mlp_iterations_per_loop.py", ["--training_steps", "20", "--iterations_per_loop", "5"], 20),
         ("ascend_estimator.py", ["--train_steps", "16", "--model_dir", "{tmp}/model"], 16),
         ("ascend_slim_train.py", ["--steps", "10", "--hparams", "filters=[4,8]"], 10),  # tf.contrib.slim/layers/data
+        ("ascend_slim_star_optimize_loss.py", ["--steps", "20"], 20),  # contrib.layers star import, optimize_loss
+        ("ascend_bert_tpu_names.py", ["--output_dir", "{tmp}/model"], 20),  # tf.contrib.tpu names, use_tpu off
     ],
 )
 def test_script_runs_unmodified_with_one_row_per_iteration(tmp_path: Path, script: str, args: list[str], iterations: int) -> None:

@@ -257,12 +257,12 @@ def test_old_ascend_paths_under_contrib_are_npu_bridge(monkeypatch: pytest.Monke
 
 def test_areas_without_a_replacement_import_and_name_what_to_use_when_used() -> None:
     tpu = serve_contrib("tensorflow.contrib", ("tpu",)).tpu  # `from tensorflow.contrib import tpu`: a TPU-capable script
-    with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.tpu\.TPUEstimator: .*NPURunConfig"):
-        tpu.TPUEstimator
-    with pytest.raises(ImportError, match=r"^tf\.contrib\.tpu\.TPUEstimator: not in TensorFlow 2"):
-        serve_contrib("tensorflow.contrib.tpu", ("TPUEstimator",))
-    with pytest.raises(ModuleNotFoundError, match=r"^tf\.contrib\.tpu\.python\.tpu: .*NPURunConfig"):
-        serve_contrib("tensorflow.contrib.tpu.python.tpu", ("tpu_function",))
+    with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.tpu\.TPUDistributionStrategy: .*NPURunConfig"):
+        tpu.TPUDistributionStrategy
+    with pytest.raises(ImportError, match=r"^tf\.contrib\.tpu\.bfloat16_scope: not in TensorFlow 2"):
+        serve_contrib("tensorflow.contrib.tpu", ("bfloat16_scope",))
+    with pytest.raises(ImportError, match=r"^tf\.contrib\.tpu\.python\.tpu\.keras_support: .*NPURunConfig"):
+        serve_contrib("tensorflow.contrib.tpu.python.tpu", ("keras_support",))  # contrib-only: TensorFlow 2 has none
     with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.rnn\.NASCell: .*tf\.nn\.rnn_cell"):
         contrib.rnn.NASCell
     with pytest.raises(ImportError, match=r"tf\.contrib\.seq2seq\.dynamic_decode: .*tensorflow_addons\.seq2seq"):
@@ -297,3 +297,54 @@ def test_tf_1_15_names_are_overlays_for_the_script_and_the_real_modules_stay_ten
             frozen = served.convert_variables_to_constants(sess, graph.as_graph_def(), ["y"])
     assert "w" in [node.name for node in frozen.node if node.op == "Const"]
     assert not [node.name for node in frozen.node if node.op.startswith("Variable")]
+
+
+def test_star_imports_bind_the_served_names() -> None:
+    namespace: dict = {}
+    exec("from tensorflow.contrib.layers import *", {"__builtins__": {"__import__": _contrib_import}}, namespace)
+    assert namespace["convolution2d"] is contrib.layers.convolution2d and "optimize_loss" in namespace
+    assert "xavier_initializer" in namespace and "absolute_import" not in namespace and "ops" not in namespace
+    rnn: dict = {}
+    exec("from tensorflow.contrib.rnn import *", {"__builtins__": {"__import__": _contrib_import}}, rnn)
+    assert rnn["LSTMBlockCell"] is contrib.rnn.LSTMBlockCell
+
+
+def _contrib_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - the import hook's call
+    return serve_contrib(name, fromlist)
+
+
+def test_tpu_serves_the_estimator_tpu_names_and_the_rest_names_what_to_use() -> None:
+    tpu = contrib.tpu
+    assert tpu.InputPipelineConfig.PER_HOST_V2 == tf1.estimator.tpu.InputPipelineConfig.PER_HOST_V2
+    assert tpu.TPUEstimator is tf1.estimator.tpu.TPUEstimator and tpu.RunConfig is tf1.estimator.tpu.RunConfig
+    deep = serve_contrib("tensorflow.contrib.tpu.python.tpu", ("tpu_config", "tpu_function"))
+    assert deep.tpu_config.TPUConfig is tpu.TPUConfig and deep.tpu_function.get_tpu_context().number_of_shards is None
+    with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.tpu\.CrossShardOptimizer: .*NPURunConfig"):
+        tpu.CrossShardOptimizer
+
+
+def test_summary_serves_tensorflow_2_summaries_with_contribs_global_step_default(tmp_path) -> None:
+    summary = contrib.summary
+    assert summary.all_summary_ops is tf1.summary.all_v2_summary_ops
+    graph = tf.Graph()
+    with graph.as_default():
+        writer = summary.create_file_writer(str(tmp_path))
+        with writer.as_default(), summary.always_record_summaries():
+            summary.scalar("loss", tf.constant(1.5), family="train")
+        ops = summary.all_summary_ops()
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            sess.run(writer.init())
+            sess.run(ops)
+            sess.run(writer.flush())
+    assert len(ops) == 1 and list(tmp_path.iterdir())
+
+
+def test_deep_paths_of_flat_areas_resolve_to_the_area() -> None:
+    rnn_cell = resolve("tensorflow.contrib.rnn.python.ops.rnn_cell")
+    assert rnn_cell.LSTMCell is contrib.rnn.LSTMCell
+    assert serve_contrib("tensorflow.contrib.rnn.python.ops", ("core_rnn_cell",)).core_rnn_cell.GRUCell is contrib.rnn.GRUCell
+    gen = serve_contrib("tensorflow.contrib.image.ops", ("gen_image_ops",)).gen_image_ops
+    assert callable(gen.image_projective_transform_v2)
+    with pytest.raises(ContribRemovedError, match=r"tf\.contrib\.rnn\.NASCell"):
+        contrib.rnn.NASCell  # a deep module is not made up for a missing name

@@ -146,10 +146,10 @@ with tf.Session() as sess:
     print(sess.run(x * 2, feed_dict={x: [1.0, 2.0]}).tolist())
 print(tf.contrib.layers.xavier_initializer.__module__)
 try:
-    tf.contrib.tpu.TPUEstimator
+    tf.contrib.tpu.CrossShardOptimizer
 except AttributeError as exc:
     print(exc)
-from tensorflow.contrib.tpu.python.tpu import tpu_function
+from tensorflow.contrib.tpu.python.tpu import keras_support
 """
 
 
@@ -161,9 +161,9 @@ def test_tf1_gives_user_code_the_v1_api_contrib_and_names_what_replaces_the_rest
     assert lines[0] == "True True False False True"  # library code (sys.modules) keeps TensorFlow 2's own module
     assert lines[1] == "[2.0, 4.0]"
     assert lines[2] == "tf_slim.layers.initializers"  # served from tf-slim
-    assert lines[3].startswith("tf.contrib.tpu.TPUEstimator: not in TensorFlow 2") and "NPURunConfig" in lines[3]
+    assert lines[3].startswith("tf.contrib.tpu.CrossShardOptimizer: not in TensorFlow 2") and "NPURunConfig" in lines[3]
     assert launched.returncode == 1
-    assert "ModuleNotFoundError: tf.contrib.tpu.python.tpu: not in TensorFlow 2" in launched.stderr
+    assert "ImportError: tf.contrib.tpu.python.tpu.keras_support: not in TensorFlow 2" in launched.stderr
     without = _run([CONSOLE_SCRIPT, "run", str(path)], tmp_path)
     assert without.returncode == 1 and "cannot import name 'placeholder' from 'tensorflow'" in without.stderr
 
@@ -176,3 +176,14 @@ def test_tf1_leaves_this_packages_own_modules_on_tensorflow_2_when_run_from_a_ch
     launched = _run([sys.executable, "-m", "npu_tf_profiling", "run", "--tf1", str(path)], tmp_path, PYTHONPATH=checkout)
     assert launched.returncode == 0, launched.stderr
     assert launched.stdout.split() == ["True", "True"]
+
+
+def test_a_run_that_trains_nothing_says_nothing_was_profiled(tmp_path: Path) -> None:
+    """An Estimator whose checkpoint is already at max_steps trains nothing: `run` says so at exit, as `python` does."""
+    path = tmp_path / "no_training.py"
+    path.write_text("import tensorflow as tf\nprint(tf.constant(1.0).shape)\n")
+    launched = _run([CONSOLE_SCRIPT, "run", str(path)], tmp_path, PROFILING_MODE="true",
+                    PROFILING_OPTIONS=json.dumps({"output": str(tmp_path / "prof"), "training_trace": "on"}))
+    assert launched.returncode == 0, launched.stderr
+    assert "PROFILING_MODE=true, but no training step ran" in launched.stderr
+    assert launched.stderr.count("no training step ran") == 1  # once, with or without the start-up hook

@@ -83,9 +83,9 @@ def test_slow_input_shows_in_getnext_and_data_aug_bound(tmp_path) -> None:
         for _ in range(6):
             sess.run(train_op)
     _, rows = step_trace_rows(tmp_path)
-    # The first iteration is long (TensorFlow's executor set-up), long enough on a busy machine for
-    # tf.data's injected prefetch to have the second batch ready: look from the third on.
-    steady = rows[2:]
+    # The pipeline reads only when asked (tests.models.input_fn: no prefetch), so every read holds the sleep;
+    # the first row is left out as the executor's set-up.
+    steady = rows[1:]
     getnext = [float(r["GetNext Time(us)"]) for r in steady]
     fp_bp = [float(r["FP to BP Time(us)"]) for r in steady]
     assert min(getnext) > 25_000  # the 30 ms sleep is in the read
@@ -109,10 +109,12 @@ def test_slow_model_shows_in_fp_to_bp(tmp_path) -> None:
             for _ in range(8):
                 sess.run(train_op)
         _, rows = step_trace_rows(tmp_path / name)
-        medians[name] = {c: _median(rows, c) for c in ("FP to BP Time(us)", "Data Aug Bound(us)")}
+        medians[name] = {c: _median(rows, c) for c in ("FP to BP Time(us)", "GetNext Time(us)")}
     heavy, light = medians["heavy"], medians["light"]
     assert heavy["FP to BP Time(us)"] > 10 * light["FP to BP Time(us)"], medians
-    assert heavy["FP to BP Time(us)"] > 2 * heavy["Data Aug Bound(us)"], medians  # the time is in compute, not input
+    # The time is in compute, not input: against the batch's read. Not against Data Aug Bound, which also holds the
+    # host's time between runs: under load (load average 7-9) it reached 9 ms against FP to BP's 7-15 ms.
+    assert heavy["FP to BP Time(us)"] > 2 * heavy["GetNext Time(us)"], medians
 
 
 def test_unwritable_output_fails_before_training(tmp_path) -> None:

@@ -20,6 +20,7 @@ import pytest
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 from npu_tf_profiling.raw_format.task_record import frame_task_record
+from npu_tf_profiling.reports.step.records import pair_column
 from npu_tf_profiling.reports.task import xspace
 from npu_tf_profiling.reports.task.records import read_task_trace
 from npu_tf_profiling.reports.task.traced import traced_runs
@@ -136,7 +137,8 @@ def test_the_step_trace_stamps_place_the_clock_when_both_anchors_are_off(tmp_pat
     late = {350.0: 20.0}
     marks = np.array(sorted(EPOCH_US + start + late.get(start, 0.5) for start, _, _ in probes))
     frame = pd.DataFrame({"fp_start": [np.nan] * 2, "bp_end": marks[[1, 4]], "iteration_end": marks[[2, 5]],
-                          "get_next": [[(marks[0], None)], [(marks[3], None)]], "reduce": [[], []]})
+                          "get_next": [1, 1], pair_column("get_next", 0, "start"): marks[[0, 3]],
+                          pair_column("get_next", 0, "end"): [np.nan] * 2, "reduce": [0, 0]})
     path = xspace_file(tmp_path)
     anchors = [EPOCH_US + s + d + 2000.0 for s, d in ANCHOR_RUNS]
     path.write_bytes(window(serialized_space(probes=probes), [call(3, 100, 200), call(4, 300, 400)], anchors))
@@ -154,7 +156,7 @@ def test_a_job_repeating_to_the_microsecond_is_not_placed_an_iteration_off(tmp_p
     preempted), are nearer the wrong one; the calls decide: shifted, the edge call's stamps fall outside every call."""
     probes = [probe(105.0 + 200 * i, "iteration_end") for i in range(2)]
     marks = np.array([EPOCH_US + 105.0 + 200 * i for i in range(-2, 4)])
-    frame = pd.DataFrame({"fp_start": np.nan, "bp_end": np.nan, "iteration_end": marks, "get_next": [[]] * 6, "reduce": [[]] * 6})
+    frame = pd.DataFrame({"fp_start": np.nan, "bp_end": np.nan, "iteration_end": marks, "get_next": 0, "reduce": 0})
     path = xspace_file(tmp_path)
     anchors = [EPOCH_US + s + d - 120.0 for s, d in ANCHOR_RUNS]
     path.write_bytes(window(serialized_space(probes=probes), [call(3, 100, 200), call(4, 300, 400)], anchors))

@@ -89,7 +89,7 @@ def test_a_long_first_iteration_does_not_flatten_the_phases_chart(tmp_path) -> N
     out = tmp_path / "page.html"
     assert main(["view", str(prof), "-o", str(out)]) == 0
     page = out.read_text()
-    assert "1 iteration(s) left out of them run past it (Iteration ID 1: 40,900 µs)" in page
+    assert "1 iteration(s) run past it: Iteration ID 1: 40,900 µs (the first iteration&#x27;s set-up)" in page
     assert '"range":[0,1150.0]' in page  # the steady 1,000 µs iterations, plus headroom
 
 

@@ -42,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(args.script):
         print(f"npu-tf-prof run: can't open file {args.script!r}: no such file or directory", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from npu_tf_profiling.runtime import unclaimed_request
+
+    unclaimed_request.training_job()  # a request nothing took is said at exit, as for `python SCRIPT`
     filled = fill_launch_defaults(os.environ)
     if filled:
         print(launch_note(filled), file=sys.stderr)

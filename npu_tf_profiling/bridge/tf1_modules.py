@@ -37,7 +37,17 @@ TF1_NAMES: dict[str, dict[str, str]] = {
         name: _V1_GRAPH_UTIL + name for name in ("convert_variables_to_constants", "remove_training_nodes",
                                                  "must_run_on_cpu", "tensor_shape_from_node_def_name")},
     "tensorflow.python.keras.utils": {"multi_gpu_model": "npu_tf_profiling.bridge.keras_multi_gpu:multi_gpu_model"},
-    "tensorflow.python.framework.ops": {"Tensor": "tensorflow.python.framework.tensor:Tensor"},  # moved in 2.14
+    # Moved out of these modules in TensorFlow 2.13-2.14 (each name is where 2.15 keeps it); the list is what
+    # tf-slim 1.1.0's modules use (tests/test_bridge_slim_scan.py scans its code), which the scripts use too.
+    "tensorflow.python.framework.ops": {"Tensor": "tensorflow.python.framework.tensor:Tensor",
+                                        "IndexedSlices": "tensorflow.python.framework.indexed_slices:IndexedSlices"},
+    "tensorflow.python.ops.array_ops": {"stack": "tensorflow.python.ops.array_ops_stack:stack",
+                                        "unstack": "tensorflow.python.ops.array_ops_stack:unstack"},
+    "tensorflow.python.ops.control_flow_ops": {"cond": "tensorflow.python.ops.cond:cond",
+                                               "case": "tensorflow.python.ops.control_flow_case:case",
+                                               "while_loop": "tensorflow.python.ops.while_loop:while_loop",
+                                               "Assert": "tensorflow.python.ops.control_flow_assert:Assert"},
+    "tensorflow.python.ops.variable_scope": {"variable": "tensorflow.python.ops.variable_v1:VariableV1"},
     "tensorflow.python.keras.optimizers": {  # 1.15's module re-exported the optimizer_v2 classes
         name: f"{_KERAS_V2}{module}:{name}" for name, module in (
             ("SGD", "gradient_descent"), ("Adam", "adam"), ("Adadelta", "adadelta"), ("Adagrad", "adagrad"),

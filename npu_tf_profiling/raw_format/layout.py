@@ -42,6 +42,15 @@ task_trace raw data, beside it in data/ (framing in ``task_record``):
                               (the reports turn each call's kernels into that iteration's StepStats)
     graph_ops_<model_id>.json {"op name": "OpType", ...} for that model's graph (StepStats has no op types)
 Readers must tolerate a torn last record.
+
+What else ran between iterations, beside it in data/ (``other_runs``):
+    other_runs.jsonl          one JSON object per session run / tf.function call that was not a training step,
+                              made while step-trace collection was on:
+                              {"start_us": float, "end_us": float, "kind": "input reads" | "evaluation" | "summaries" |
+                               "checkpoint" | "initialization" | "variable reads" | "validation" | "prediction" | "function calls", "name": str | null}
+                              info.json's "other_runs_recorded": true says the runtime recorded them (a folder
+                              without the key is from an earlier version: the reports do not split the gap), and
+                              "other_runs": {kind: {"count": n, "time_us": t}} totals them over the whole run.
 """
 from __future__ import annotations
 
@@ -78,6 +87,9 @@ XSPACE_MAGIC = b"NTX1"
 K_ANCHORS = "anchors_us"
 K_CALLS = "calls"
 GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
+OTHER_RUNS_FILE = "other_runs.jsonl"
+K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
+K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
 # Keys of a task_trace record header.
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"
@@ -115,6 +127,10 @@ def task_trace_files(device_folder: Path) -> list[Path]:
 
 def xspace_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / XSPACE_FILE
+
+
+def other_runs_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / OTHER_RUNS_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

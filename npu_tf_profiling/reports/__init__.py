@@ -19,9 +19,13 @@ One sub-package per kind of data, one module per job in each:
 * ``commands/``: the ``report``, ``summary``, ``cluster``, ``view`` and
   ``tensorboard`` sub-commands;
 * flat: ``prof_dir`` (finding and loading PROF folders), ``writer`` (all the
-  reports of one PROF folder), ``tensorboard_events`` (the step phases as
-  TensorBoard scalars, with tensorboard's protobufs: optional),
-  ``chrome_trace`` (trace-format helpers), ``errors``.
+  reports of one PROF folder), ``job_reports`` (what the training process
+  itself builds: bounded, nothing for a long run), ``report_paths``,
+  ``tensorboard_events`` (the step phases as TensorBoard scalars, with
+  tensorboard's protobufs: optional), ``chrome_trace`` (trace-format
+  helpers), ``trace_slices`` (a timeline streamed to disk, sliced as CANN
+  does above the slice size), ``column_csv`` (integer CSVs from columns),
+  ``errors``.
 
 The format of every file is in ``docs/output_format.md``.
 Heavy imports are avoided here on purpose: ``import npu_tf_profiling.reports``

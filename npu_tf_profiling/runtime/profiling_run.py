@@ -26,11 +26,14 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.raw_format.atomic import atomic_write_json
 
 _RANDOM_ALPHABET = string.ascii_uppercase + string.digits
+OTHER_RUNS_BATCH = 256
+OTHER_RUNS_FLUSH_S = 0.5
 
 
 @dataclass
@@ -60,10 +63,14 @@ class ProfilingRun:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._report_notes_shown: set[str] = set()
+        self._other_totals: dict[str, dict[str, float]] = {}  # kind -> count, time_us of the runs between steps
+        self._pending_others: list[tuple] = []  # other_runs.jsonl lines not written yet (`record_other_run`)
+        self._others_due = 0.0
         self._budget = StorageBudget(self.resolution.options.storage_limit_bytes)
         self._trace = AppendOnlyWriter(layout.training_frames_path(self.prof_dir, self.device_id), self._budget)
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
         self._xspaces = AppendOnlyWriter(layout.xspace_path(self.prof_dir, self.device_id), self._budget)
+        self._others = AppendOnlyWriter(layout.other_runs_path(self.prof_dir, self.device_id), self._budget)
         for writer in self._writers:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
@@ -72,7 +79,7 @@ class ProfilingRun:
     # ----- collection ---------------------------------------------------------------------
     @property
     def _writers(self) -> tuple[AppendOnlyWriter, ...]:
-        return self._trace, self._tasks, self._xspaces
+        return self._trace, self._tasks, self._xspaces, self._others
 
     @property
     def collecting(self) -> bool:
@@ -111,6 +118,31 @@ class ProfilingRun:
                   layout.K_CALLS: [_task_header(model, run, None, start, end) for model, run, start, end in calls]}
         self._xspaces.append(frame_task_record(header, xspace, layout.XSPACE_MAGIC))
 
+    def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None) -> None:
+        """A session run or tf.function call that was not a training step (`raw_format.other_runs`);
+        info.json keeps each kind's count and time (written with the next info update, and at close).
+
+        Lines are written in batches (OTHER_RUNS_BATCH lines, or OTHER_RUNS_FLUSH_S after the first
+        waiting one, and before reports and at close): a line each cost a small helper function ~45 µs
+        a call (benchmarks/call_hook_cost.py). A kill loses at most that last batch of these lines."""
+        with self._lock:
+            if not self._pending_others:
+                self._others_due = time.monotonic() + OTHER_RUNS_FLUSH_S
+            self._pending_others.append((start_us, end_us, kind, name))
+            totals = self._other_totals.setdefault(kind, {"count": 0, "time_us": 0.0})
+            totals["count"] += 1
+            totals["time_us"] = round(totals["time_us"] + (end_us - start_us), 1)
+            due = len(self._pending_others) >= OTHER_RUNS_BATCH or time.monotonic() >= self._others_due
+        if due:
+            self.flush_other_runs()
+
+    def flush_other_runs(self) -> None:
+        """Write the other runs' lines still waiting, with one os.write."""
+        with self._lock:
+            lines, self._pending_others = self._pending_others, []
+        if lines:
+            self._others.append(b"".join(encode_other_run(*line) for line in lines))
+
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
         with self._lock:
@@ -139,6 +171,8 @@ class ProfilingRun:
             "start_time_us": self.started_us,
             "models": {str(m.model_id): m.trace_points for m in self.models.values()},
             "notes": list(self.notes),
+            layout.K_OTHER_RUNS_RECORDED: True,  # the runs between iterations are in other_runs.jsonl
+            layout.K_OTHER_RUNS: {kind: dict(value) for kind, value in self._other_totals.items()},
         }
         if self.resolution.ignored_env:
             # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
@@ -163,7 +197,8 @@ class ProfilingRun:
         `quiet`: a report written while the job runs (a window's cycle ended) prints no notes: rows
         still in flight would make them say things the final report, which prints, no longer does.
         """
-        if not any(writer.path.exists() for writer in self._writers):
+        self.flush_other_runs()
+        if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
         if _report_builder is None:
             return []
@@ -183,8 +218,12 @@ class ProfilingRun:
             return []
 
     def close(self) -> None:
+        self.flush_other_runs()
         for writer in self._writers:
             writer.close()
+        if self._other_totals:
+            with self._lock:
+                self._write_info()  # the other runs' totals as they ended
 
 
 def _task_header(model: ModelEntry, run: int, step: int | None, run_start_us: float, run_end_us: float) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from typing import Any, Callable, Hashable
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
+from npu_tf_profiling.runtime import other_runs
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
@@ -186,6 +187,7 @@ class SessionProfiler:
         self._original_close = session.close
         # (fetch shape) or (fetch shape, fed names) -> the Recorder's run for an iteration, None otherwise.
         self._plans: dict[Hashable, Callable[..., Any] | None] = {}
+        self._other_kinds: dict[Hashable, tuple[str, str | None]] = {}  # fetch shape -> (kind, name) of a non-iteration
         self._state: _GraphState | None = None
         self._recorder: Recorder | None = None
         self._checked_version = -1
@@ -213,8 +215,39 @@ class SessionProfiler:
         if plan is _NOT_CACHED:
             plan = self._decide(fetches, feed_dict)
         if plan is None:
-            return self._original_run(fetches, feed_dict, options, run_metadata)
+            return self._other_run(fetches, feed_dict, options, run_metadata)
         return plan(fetches, feed_dict, options, run_metadata)
+
+    def _other_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        """A run that is not an iteration: timed into other_runs.jsonl while the step trace is recorded
+        (an evaluation between steps shows as such, not as input; `runtime.other_runs`)."""
+        def run() -> Any:
+            return self._original_run(fetches, feed_dict, options, run_metadata)
+
+        if self.state in (SessionState.DISABLED, SessionState.CLOSED):
+            return run()
+        try:
+            collection = self._source.poll()
+            kind = self._other_kind(fetches) if other_runs.recording(collection) else None
+        except Exception:  # noqa: BLE001 - profiling must never hurt the job: the run goes untimed
+            kind = None
+        if kind is None:
+            return run()
+        return other_runs.timed(collection, kind[0], kind[1], run)
+
+    def _other_kind(self, fetches: Any) -> tuple[str, str | None]:
+        """(kind, first fetched op) of a run that is not an iteration, once per fetch shape."""
+        try:
+            key = fetch_key(fetches)
+            known = self._other_kinds.get(key)
+        except TypeError:
+            key, known = None, None
+        if known is None:
+            names = [op_name(self._graph, leaf) for leaf in fetch_leaves(fetches)]
+            known = (other_runs.session_run_kind(self._graph, fetches), next((n for n in names if n), None))
+            if key is not None:
+                self._other_kinds[key] = known
+        return known
 
     def _decide(self, fetches: Any, feed_dict: Any) -> Callable[..., Any] | None:
         """The plan for a run whose shape is not cached yet (and cache it when the state allows)."""
@@ -267,7 +300,7 @@ class SessionProfiler:
 
     def _untraced_training_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         """A run of backprop that does not run the iteration end: counted, and said once when no iteration ran before."""
-        out = self._original_run(fetches, feed_dict, options, run_metadata)
+        out = self._other_run(fetches, feed_dict, options, run_metadata)  # not an iteration: timed as the others
         self._untraced_training_runs += 1
         if self._untraced_training_runs == SILENT_RUNS and self._recorder is None and self._state is not None:
             collection = self._source.poll()

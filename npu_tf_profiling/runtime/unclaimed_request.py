@@ -10,7 +10,9 @@ without this line its user would find no PROF folder and no word why.
 Only processes that imported TensorFlow are concerned (a ``pip`` or ``npu-tf-prof
 report`` started from a shell that exports ``PROFILING_MODE`` is not a training
 job), and not the ``npu-tf-prof`` command itself (``points`` loads graphs, it
-runs no training).
+runs no training), except ``npu-tf-prof run``, which runs the user's script
+(`training_job`): an Estimator whose checkpoint is already at ``max_steps``
+skips training and creates no session, and said nothing.
 """
 from __future__ import annotations
 
@@ -23,13 +25,15 @@ from npu_tf_profiling.config.resolution import ENV_MODE
 from npu_tf_profiling.runtime import profiling_run
 
 _CLI_MODULE = "npu_tf_profiling.cli"
+_state = {"registered": False, "training_job": False}
 
 
 def note_if_unclaimed() -> str | None:
     """The line to print when this process asked for profiling and nothing took it up, else None."""
     if os.environ.get(ENV_MODE, "").strip().lower() != "true":
         return None  # off, or dynamic mode (which watches its config file and logs there)
-    if "tensorflow" not in sys.modules or _CLI_MODULE in sys.modules or profiling_run.runs_started():
+    command = _CLI_MODULE in sys.modules and not _state["training_job"]
+    if "tensorflow" not in sys.modules or command or profiling_run.runs_started():
         return None
     if requests_refused():
         return None  # the user saw why: the options error that refused the request
@@ -49,5 +53,13 @@ def _print_note() -> None:
 
 
 def watch() -> None:
-    """Print the note at exit when it applies (called by the start-up hook)."""
-    atexit.register(_print_note)
+    """Print the note at exit when it applies (called by the start-up hook); once per process."""
+    if not _state["registered"]:
+        _state["registered"] = True
+        atexit.register(_print_note)
+
+
+def training_job() -> None:
+    """This `npu-tf-prof` process runs the user's script (`npu-tf-prof run`): the note applies to it."""
+    _state["training_job"] = True
+    watch()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, ClassVar
 
+_FUTURE_FLAGS = frozenset(("absolute_import", "division", "print_function", "unicode_literals", "annotations"))
 SLIM_INSTALL = "pip install 'npu_tf_profiling[tf1]' (or: pip install tf-slim==1.1.0)"
 _OURS = "npu_tf_profiling.bridge.contrib."
 _V1 = "tensorflow._api.v2.compat.v1."
@@ -81,12 +82,33 @@ class Area:
     def names(self) -> set[str]:
         return {name for module in self.modules() for name in dir(module) if not name.startswith("_")}
 
+    def star_names(self) -> list[str]:
+        """What `from tensorflow.contrib.X import *` binds: the served names, less modules and `__future__` flags.
+
+        A star import reads `__all__` and never `__getattr__`, so without this list it binds nothing
+        (TensorFlow 1.15's contrib modules exported their documented names the same way).
+        """
+        public = set()
+        for module in self.modules():
+            for name in dir(module):
+                if name.startswith("_") or name in _FUTURE_FLAGS:
+                    continue
+                if not isinstance(getattr(module, name, None), ModuleType):
+                    public.add(name)
+        return sorted(public)
+
 
 _SLIM = Area(("tf_slim",), deep="tf_slim", needs_slim=True, replacement="tf_slim")
 _LAYERS = Area(("tf_slim.layers",), deep="tf_slim.layers", needs_slim=True,  # layers, initializers, regularizers...
                replacement="tf_slim.layers, or tf.compat.v1.layers / tf.keras.layers (feature columns: tf.feature_column)")
 _FRAMEWORK = Area((_OURS + "framework", "tf_slim.ops.variables"), deep="tf_slim.ops", needs_slim=True,
                   replacement="tf_slim (arg_scope, variables), tf.nest, tf.train.list_variables/load_checkpoint")
+_TPU_NAMES = "InputPipelineConfig, RunConfig, TPUConfig, TPUEstimatorSpec, TPUEstimator"
+# tf.compat.v1.estimator.tpu's names; contrib.tpu.python.tpu's modules are TensorFlow's tensorflow.python.tpu
+# (tpu_function, async_checkpoint, and tpu_config / tpu_estimator, which re-export the estimator's).
+_TPU = Area(("tensorflow_estimator._api.v1.estimator.tpu",), deep="tensorflow.python.tpu",
+            replacement=(f"tf.compat.v1.estimator.tpu ({_TPU_NAMES}: served, and with use_tpu off they run on CPU/GPU); "
+                         "the rest is TPU-only: tf.estimator.Estimator with NPURunConfig (keep the script's use_tpu flag off)"))
 _TRAINING = Area((_OURS + "training", _OURS + "feeding_queue_runner", "tf_slim.training.evaluation",
                   "tf_slim.training.training"), deep="tf_slim.training",
                  replacement=f"tf.train / tf.estimator; the training loops are tf_slim.training ({SLIM_INSTALL})")
@@ -114,6 +136,10 @@ AREAS: dict[str, Area] = {
     "tensorflow.contrib.cluster_resolver": Area((_V1 + "distribute.cluster_resolver",),
                                                 replacement="tf.distribute.cluster_resolver"),
     "tensorflow.contrib.distribute": Area((_V1 + "distribute",), replacement="tf.distribute"),
+    "tensorflow.contrib.tpu": _TPU,
+    "tensorflow.contrib.tpu.python.tpu": _TPU,
+    "tensorflow.contrib.summary": Area((_OURS + "summary",), replacement=(
+        "tf.compat.v2.summary (create_file_writer, scalar, record_if) or tf.compat.v1.summary")),
     "tensorflow.contrib.util": Area((_OURS + "util",), replacement="tf.get_static_value, tf.make_tensor_proto"),
     "tensorflow.contrib.mixed_precision": Area((_OURS + "mixed_precision",), replacement=(
         "NPULossScaleOptimizer with a FixedLossScaleManager / ExponentialUpdateLossScaleManager (npu_bridge)")),
@@ -128,6 +154,7 @@ AREAS: dict[str, Area] = {
 MODULE_ALIASES: dict[str, str] = {
     "tensorflow.contrib.framework.python.ops.audio_ops": "tensorflow.python.ops.gen_audio_ops",
     "tensorflow.contrib.image.python.ops.image_ops": _OURS + "image",
+    "tensorflow.contrib.image.ops.gen_image_ops": "tensorflow.python.ops.gen_image_ops",  # the same kernels
     "tensorflow.contrib.learn.datasets.mnist": "npu_tf_profiling.bridge.mnist_input_data",
     "tensorflow.contrib.learn.python.learn.datasets.mnist": "npu_tf_profiling.bridge.mnist_input_data",
     "tensorflow.contrib.mixed_precision.python.loss_scale_manager": _OURS + "mixed_precision",
@@ -137,13 +164,11 @@ MODULE_ALIASES: dict[str, str] = {
 
 # Areas with no replacement here -> what to use (named in the error when one of their names is used).
 REMOVED: dict[str, str] = {
-    "tpu": "tf.estimator.Estimator with NPURunConfig (no TPU on CPU/GPU; keep the script's use_tpu flag off)",
     "cudnn_rnn": "tf.keras.layers.LSTM / tf.keras.layers.GRU (they use cuDNN on GPU)",
     "seq2seq": "tensorflow_addons.seq2seq",
     "legacy_seq2seq": "tensorflow_addons.seq2seq or tf.keras.layers.RNN",
     "crf": "tensorflow_addons.text.crf_log_likelihood / crf_decode",
     "opt": "tf.compat.v1.train optimizers or tf.keras.optimizers (LazyAdam, AdamW, LARS: tensorflow_addons.optimizers)",
-    "summary": "tf.compat.v2.summary (create_file_writer, scalar, record_if) or tf.compat.v1.summary",
     "quantize": "the tensorflow_model_optimization package",
     "keras": "tf.keras",
     "predictor": "tf.saved_model.load / tf.compat.v1.saved_model.loader",

@@ -11,7 +11,9 @@ TF 2) still see TensorFlow 2.
 Each served area (`areas.py`) lists the modules whose names it re-exports, its
 own additions, and where its `.python.` sub-modules live (tf_slim keeps
 contrib's layout: `contrib.layers.python.layers.initializers` is
-`tf_slim.layers.initializers`). An area without a replacement (`tpu`, `learn`
+`tf_slim.layers.initializers`; a flat area's `.python.` modules are the area itself).
+Served modules have an `__all__`, so `from tensorflow.contrib.layers import *` binds
+their names. An area without a replacement (`seq2seq`, `learn`
 beyond ModeKeys, ...) imports as a stub, so a script that only imports it (as
 TPU-capable scripts do, using it under a flag) runs as it did on 1.15 without
 a TPU; using any of its names raises `ContribRemovedError` naming the name and
@@ -57,6 +59,9 @@ class ContribModule(ModuleType):
         self._area = area
 
     def __getattr__(self, name: str) -> Any:
+        if name == "__all__":  # `from tensorflow.contrib.X import *`
+            self.__all__ = self._area.star_names()
+            return self.__all__
         if name.startswith("__"):
             raise AttributeError(name)
         value = self._area.lookup(name)
@@ -103,9 +108,17 @@ def resolve(path: str) -> ModuleType:
 
 
 def _deep(path: str) -> ModuleType:
-    """A sub-module below a served area (`....layers.python.layers.initializers` -> `tf_slim.layers.initializers`)."""
+    """A sub-module below a served area (`....layers.python.layers.initializers` -> `tf_slim.layers.initializers`).
+
+    An area whose names come from one flat module (`rnn`, `image`...) serves its
+    TensorFlow 1.15 sub-modules (`contrib.rnn.python.ops.rnn_cell`) as itself: contrib's
+    top module re-exported its `python/` modules' names, so the same names are there.
+    """
     owners = [key for key, area in AREAS.items() if area.deep and path.startswith(key + ".")]
     if not owners:
+        area = AREAS.get(".".join(path.split(".")[:3]))
+        if area is not None and not area.deep and path.split(".")[3] == "python":
+            return ContribModule(path, area)
         raise ModuleNotFoundError(contrib_message(_short(path)), name=path)
     owner = max(owners, key=len)
     AREAS[owner].check(owner)

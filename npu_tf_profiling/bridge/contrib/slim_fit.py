@@ -1,16 +1,21 @@
-"""Make tf-slim 1.1.0 work on TensorFlow 2.14+, which moved two things its modules read.
+"""Make tf-slim 1.1.0 work on TensorFlow 2.14+, which moved names its modules read.
 
-tf-slim's last release (2020) was written against TensorFlow 2.2:
-- it checks `isinstance(x, ops.Tensor)` with `ops = tensorflow.python.framework.ops`;
-  TensorFlow 2.14 moved the class to `tensorflow.python.framework.tensor`, so
-  `slim.batch_norm(..., is_training=...)`, `slim.dropout`, `optimize_loss` and
-  `slim.learning` raise AttributeError. Those tf-slim modules get the overlay the
-  script's own modules get for that TensorFlow 1.15 name (bridge/tf1_modules.py,
-  `TF1_NAMES`);
-- `slim.batch_norm` on 4-D inputs builds `tensorflow.python.layers.normalization.BatchNormalization`,
-  which TensorFlow 2.15 loads from the separate `tf_keras` package; without
-  it, tf-slim gets `tf.compat.v1.layers.BatchNormalization`, the class TensorFlow
-  2.15's own `tf.compat.v1.layers.batch_normalization` builds.
+tf-slim's last release (2020) was written against TensorFlow 2.2. Its modules
+read TensorFlow's private modules by attribute (`ops.Tensor`, `ops.IndexedSlices`,
+`control_flow_ops.cond`, `array_ops.stack`, `variable_scope.variable`), and
+TensorFlow 2.13-2.14 moved each of those names to a module of its own, so
+`optimize_loss`, `slim.learning`, `slim.batch_norm(..., is_training=...)`,
+`slim.local_variable` and the streaming metrics raise AttributeError. Every
+tf-slim module global that is one of those TensorFlow modules becomes the
+overlay the script's own modules get for it (bridge/tf1_modules.py, `TF1_NAMES`:
+the real module plus the moved names). Which names tf-slim uses was found by
+scanning its code, and `tests/test_bridge_slim_scan.py` rescans it, so a name
+missing from the table fails there, not in a user's run.
+
+`slim.batch_norm` on 4-D inputs also builds `tensorflow.python.layers.normalization.BatchNormalization`,
+which TensorFlow 2.15 loads from the separate `tf_keras` package; without
+it, tf-slim gets `tf.compat.v1.layers.BatchNormalization`, the class TensorFlow
+2.15's own `tf.compat.v1.layers.batch_normalization` builds.
 Only tf-slim's module globals change; TensorFlow's modules are not touched.
 """
 from __future__ import annotations
@@ -19,25 +24,24 @@ import importlib
 import sys
 from types import ModuleType
 
-from npu_tf_profiling.bridge.tf1_modules import with_tf1_names
-
-TF_SLIM_MODULES_USING_OPS_TENSOR = ("tf_slim.layers.utils", "tf_slim.layers.optimizers", "tf_slim.learning",
-                                    "tf_slim.layers.rev_block_lib")
-_OPS = "tensorflow.python.framework.ops"
+from npu_tf_profiling.bridge.tf1_modules import TF1_NAMES, with_tf1_names
 
 
 def fit_tf_slim() -> None:
-    """Point those modules' `ops` / `framework_ops` and `normalization_layers` globals at what works; idempotent."""
+    """Point every loaded tf-slim module's TensorFlow-module globals at their overlays; idempotent."""
     _fit_batch_norm()
-    ops = importlib.import_module(_OPS)
-    if hasattr(ops, "Tensor"):
-        return  # TensorFlow before 2.14
-    overlay = with_tf1_names(ops, ())
-    for name in TF_SLIM_MODULES_USING_OPS_TENSOR:
-        module = sys.modules.get(name) or importlib.import_module(name)
-        for variable in ("ops", "framework_ops"):
-            if vars(module).get(variable) is ops:
-                setattr(module, variable, overlay)
+    for name, module in list(sys.modules.items()):
+        if name == "tf_slim" or name.startswith("tf_slim."):
+            fit_module(module)
+
+
+def fit_module(module: ModuleType | None) -> None:
+    """Replace `module`'s globals that are TensorFlow modules with moved names (`TF1_NAMES`) by their overlays."""
+    if module is None:
+        return
+    for variable, value in list(vars(module).items()):
+        if isinstance(value, ModuleType) and value.__name__ in TF1_NAMES and type(value) is ModuleType:
+            setattr(module, variable, with_tf1_names(value, ()))
 
 
 def _fit_batch_norm() -> None:

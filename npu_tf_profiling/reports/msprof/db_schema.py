@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
 
 from npu_tf_profiling.raw_format import own_files
 
@@ -110,6 +113,15 @@ class StringIds:
         return [(i, v) for v, i in self.ids.items()]
 
 
+def column_items(values: np.ndarray, chunk: int = 65_536) -> Iterator[Any]:
+    """The values of a numpy column as Python numbers, converted a chunk at a time.
+
+    ``executemany`` takes rows from an iterator, so a table of millions of rows is
+    built from ``zip`` of these without a million-element list per column in memory.
+    """
+    return chain.from_iterable(values[lo:lo + chunk].tolist() for lo in range(0, len(values), chunk))
+
+
 def write_database(path: Path, tables: Mapping[str, Columns], rows: Mapping[str, Iterable[Sequence[Any]]]) -> None:
     """Create every table of ``tables`` (empty where ``rows`` has none) in a new database at ``path``.
 
@@ -123,6 +135,10 @@ def write_database(path: Path, tables: Mapping[str, Columns], rows: Mapping[str,
     try:
         conn = sqlite3.connect(tmp)
         try:
+            # No journal, no syncs while building: the file is private until it is moved into place, and a
+            # crash leaves only the temporary file. A million-step rank inserts millions of rows.
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("PRAGMA synchronous=OFF")
             for table, columns in tables.items():
                 conn.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in columns)})")
                 data = rows.get(table)

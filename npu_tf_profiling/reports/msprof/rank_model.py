@@ -110,6 +110,8 @@ def _float(series: pd.Series) -> np.ndarray:
 def device_table(table: st.StepTraceTable, device_id: int) -> st.StepTraceTable:
     """The rows of one device from a PROF folder's combined table."""
     keep = (table.frame[st.DEVICE_ID] == device_id).fillna(False).to_numpy(dtype=bool)
+    if keep.all() and isinstance(table.frame.index, pd.RangeIndex):
+        return table  # a PROF folder of one device (the usual case): no copy of the table
     return st.StepTraceTable(
         frame=table.frame[keep].reset_index(drop=True),
         n_reduce=table.n_reduce,
@@ -120,14 +122,22 @@ def device_table(table: st.StepTraceTable, device_id: int) -> st.StepTraceTable:
 def _steps(table: st.StepTraceTable) -> pd.DataFrame:
     """``rank_rows`` plus the window and trace points, in ``rank_rows``' (stable) order."""
     rows = cst.rank_rows(table)
-    frame = table.frame.sort_values([st.MODEL_ID, st.ITERATION_ID_COL, st.DEVICE_ID], kind="mergesort")
-    end = _float(frame[st.ITERATION_END])
-    rows[START_US] = end - _float(frame[st.ITERATION_TIME])
+    frame = table.frame
+    # rank_rows' order (a stable sort by Model ID, Iteration ID, Device_id; unknown last), taken column by
+    # column: sorting the whole table would copy every column of it.
+    keys = [_float(frame[c]) for c in (st.DEVICE_ID, st.ITERATION_ID_COL, st.MODEL_ID)]
+    order = np.lexsort([np.where(np.isnan(k), np.inf, k) for k in keys])
+
+    def column(name: str) -> np.ndarray:
+        return _float(frame[name])[order]
+
+    end = column(st.ITERATION_END)
+    rows[START_US] = end - column(st.ITERATION_TIME)
     rows[END_US] = end
-    rows[FP_US] = _float(frame[st.FP_START])
-    rows[BP_US] = _float(frame[st.BP_END])
-    rows[GETNEXT_START_US] = _float(frame[st.GETNEXT_START])
-    rows[GETNEXT_END_US] = _float(frame[st.GETNEXT_END])
+    rows[FP_US] = column(st.FP_START)
+    rows[BP_US] = column(st.BP_END)
+    rows[GETNEXT_START_US] = column(st.GETNEXT_START)
+    rows[GETNEXT_END_US] = column(st.GETNEXT_END)
     return rows
 
 

@@ -19,7 +19,13 @@ Numbers come from the step-trace table (so they match the CSV):
   they measure the profiler. Only when nothing else is left are they used,
   and the text says the numbers then include task_trace's overhead;
 * a user fp/bp point the runtime replaced, and FP/BP columns N/A on every
-  iteration, get a note built from info.json (``point_notes``).
+  iteration, get a note built from info.json (``point_notes``);
+* Data Aug Bound is split by cause where the runtime recorded the other runs
+  (``between``): input (GetNext), other session runs / function calls (each
+  kind's count and time), host. The verdict then counts only input: GetNext
+  Time; without it, the runs that fetch an input batch to feed it, or else the
+  gap less the other runs (a feed_dict batch is made on the host: an upper
+  bound). So an evaluation run every step is named as such, not as input.
 """
 from __future__ import annotations
 
@@ -30,7 +36,9 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.raw_format.other_runs import INPUT_READS
 from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.step.between import load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
@@ -91,6 +99,8 @@ class ModelSummary:
     point_notes: list[str] = field(default_factory=list)
     # What traced its tasks: a Session's runs use RunOptions(FULL_TRACE), a TF2 function's calls tf.profiler.
     tracer: str = "FULL_TRACE"
+    # Data Aug Bound split by cause (``between.summarize_split``); None when the runtime did not record other runs.
+    between: Optional[dict[str, Any]] = None
 
     def render_lines(self) -> list[str]:
         """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
@@ -103,6 +113,8 @@ class ModelSummary:
         lines.append("  ".join(f"{name} {_pct(self.shares.get(name))}" for name in SHARE_NAMES))
         measure = f" ({self.input_measure})" if self.input_measure else ""
         lines.append(f"Input: {_pct(self.input_share)} of step time{measure} -> {self.verdict}")
+        if self.between is not None:
+            lines.append(_between_line(self.between))
         lines.extend(f"Note: {note}" for note in self.point_notes)
         return lines
 
@@ -138,6 +150,25 @@ def _task_trace_note(m: ModelSummary) -> Optional[str]:
     after = m.task_traced_left_out - m.task_traced
     return (f"{m.task_traced_left_out} task-traced iterations left out: {m.task_traced} traced with {m.tracer}, "
             f"which slows them, and {after} right after one, whose Data Aug Bound holds the writing of the trace")
+
+
+def _between_line(split: dict[str, Any]) -> str:
+    """Data Aug Bound by cause, and which cause fills it when it is not input."""
+    runs = dict(split["other_runs"])
+    reads = runs.pop(INPUT_READS, None)
+
+    def named(items: dict[str, Any]) -> str:
+        return ", ".join(f"{kind} {value['count']} run(s), {_us(value['time_us'])}"
+                         for kind, value in sorted(items.items(), key=lambda item: -item[1]["time_us"]))
+
+    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}): "
+            f"input {_pct(split['input_share'])}{f' ({named({INPUT_READS: reads})})' if reads else ''}, "
+            f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}")
+    input_share = split["input_share"] or 0.0
+    if runs and split["other_share"] >= MODERATE_THRESHOLD and split["other_share"] > max(input_share, split["host_share"]):
+        top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
+        line += f" -> the time between iterations is mostly {top} runs, not input"
+    return line
 
 
 def _us(value: Optional[float]) -> str:
@@ -238,11 +269,33 @@ def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.nda
 def summarize_prof_data(data: ProfData) -> ProfSummary:
     models = summarize_table(data.table, data.task_traced)
     infos = {d.device_id: d.info for d in data.devices}
+    dirs = {d.device_id: d.device_dir for d in data.devices}
+    frame = annotated_frame(data.table, data.task_traced) if models else None
     for m in models:
-        m.point_notes = point_notes(infos.get(m.device_id, {}), m.model_id, m.fp_measured, m.bp_measured)
-        if "function" in (infos.get(m.device_id, {}).get("models") or {}).get(str(m.model_id), {}):
+        info = infos.get(m.device_id, {})
+        m.point_notes = point_notes(info, m.model_id, m.fp_measured, m.bp_measured)
+        if "function" in (info.get("models") or {}).get(str(m.model_id), {}):
             m.tracer = "tf.profiler"
+        runs = load_other_runs(dirs[m.device_id], info) if m.device_id in dirs else None
+        if runs is not None and frame is not None:
+            rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
+            _apply_split(m, summarize_split(basis_rows(rows)[1], runs))
     return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
+
+
+def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
+    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring)."""
+    if split is None:
+        return
+    m.between = split
+    if m.shares.get(SHARE_GETNEXT) is not None:
+        return  # GetNext timing: the verdict's input as before
+    if split["input_share"] is not None:
+        m.input_share, m.input_measure = split["input_share"], "the session runs that fetch the input batch"
+    else:  # feed_dict: the batch is made on the host, so host time bounds input from above
+        m.input_share = split["host_share"]
+        m.input_measure = "host time between iterations, less the other runs (no GetNext timing: an upper bound)"
+    m.verdict = input_bound_verdict(m.input_share)
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:

@@ -24,13 +24,15 @@ Iteration End − FP Start, rather than silently spanning the hole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.reports.step.records import ITERATION_ID
+from npu_tf_profiling.reports.column_csv import int_column, write_int_csv
+from npu_tf_profiling.reports.step.records import ITERATION_ID, pair_array, pair_counts
 
 NA = "N/A"
 
@@ -134,6 +136,12 @@ class StepTraceTable:
         return self.csv_frame().to_csv(index=False, na_rep=NA, lineterminator="\n")
 
 
+def write_step_trace_csv(table: StepTraceTable, path: Path) -> None:
+    """Write ``table.to_csv()``'s bytes to ``path``, streamed from the columns (a million rows in about a second)."""
+    columns = [int_column(table.frame[name]) for name in _internal_columns(table.n_reduce)]
+    write_int_csv(path, csv_header(table.n_reduce), columns, missing=NA)
+
+
 def reduce_start_key(k: int) -> str:
     """Unique column name of group ``k``'s (0-based) Reduce Start in ``StepTraceTable.frame``."""
     return f"{REDUCE_START}#{k}"
@@ -168,22 +176,6 @@ def _int64_column(values: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
 
 
-def pair_matrix(
-    lists: Sequence[Sequence[tuple[Optional[float], Optional[float]]]], width: int, padding: tuple[float, float] = (np.nan, np.nan)
-) -> np.ndarray:
-    """Per-record lists of (start, end) pairs as one (records, width, 2) float array.
-
-    A missing value is NaN; the places past a record's own pairs hold ``padding``.
-    """
-    out = np.empty((len(lists), width, 2))
-    out[:, :] = padding
-    for row, pairs in enumerate(lists):
-        if pairs:
-            count = min(len(pairs), width)
-            out[row, :count] = np.asarray(pairs[:count], dtype=np.float64)
-    return out
-
-
 def _spans(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """GetNext span of each iteration: earliest start, latest end.
 
@@ -202,7 +194,7 @@ def max_reduce_groups(raw: pd.DataFrame) -> int:
     """The largest number of all-reduce groups on any record (0 if none)."""
     if raw.empty:
         return 0
-    return int(raw[layout.K_REDUCE].map(len).max())
+    return int(raw[layout.K_REDUCE].max())
 
 
 def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int] = None) -> StepTraceTable:
@@ -214,7 +206,7 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
     """
     if n_reduce is None:
         n_reduce = max_reduce_groups(raw)
-    raw = raw.sort_values([layout.K_MODEL_ID, layout.K_ITERATION_END, "line"], kind="mergesort").reset_index(drop=True)
+    raw = _sorted_rows(raw)
     index = raw.index
     fp = to_whole_us(raw[layout.K_FP_START])
     bp = to_whole_us(raw[layout.K_BP_END])
@@ -230,35 +222,46 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
 
     iteration_time = (end - prev_end).where(has_previous, end - fp)
 
-    frame = pd.DataFrame(
-        {
-            DEVICE_ID: pd.Series(device_id, index=index, dtype="Int64"),
-            ITERATION_ID_COL: iteration_id,
-            FP_START: fp,
-            BP_END: bp,
-            ITERATION_END: end,
-            ITERATION_TIME: iteration_time.astype("Int64"),
-            FP_TO_BP: bp - fp,
-            ITERATION_REFRESH: end - bp,
-            DATA_AUG_BOUND: fp - prev_end,
-            MODEL_ID: model.astype("Int64"),
-        },
-        index=index,
-    )
+    columns: dict[str, object] = {
+        DEVICE_ID: pd.Series(device_id, index=index, dtype="Int64"),
+        ITERATION_ID_COL: iteration_id,
+        FP_START: fp,
+        BP_END: bp,
+        ITERATION_END: end,
+        ITERATION_TIME: iteration_time.astype("Int64"),
+        FP_TO_BP: bp - fp,
+        ITERATION_REFRESH: end - bp,
+        DATA_AUG_BOUND: fp - prev_end,
+        MODEL_ID: model.astype("Int64"),
+    }
     # Every pair column at once (one array per kind): a frame of thousands of groups stays one numpy pass.
-    reduce = _whole_us_array(pair_matrix(raw[layout.K_REDUCE].tolist(), n_reduce))
-    get_next = raw[layout.K_GET_NEXT].tolist()
-    gn_width = max(map(len, get_next), default=0)
-    gn_start, gn_end = (_whole_us_array(a) for a in _spans(pair_matrix(get_next, gn_width, padding=(np.inf, -np.inf))))
-    added: dict[str, pd.arrays.IntegerArray] = {}
+    reduce = _whole_us_array(pair_array(raw, layout.K_REDUCE, n_reduce))
+    gn_counts = pair_counts(raw, layout.K_GET_NEXT)
+    get_next = pair_array(raw, layout.K_GET_NEXT, int(gn_counts.max(initial=0)))
+    absent = np.arange(get_next.shape[1])[None, :] >= gn_counts[:, None]  # past a record's own pairs: never wins
+    get_next[:, :, 0][absent], get_next[:, :, 1][absent] = np.inf, -np.inf
+    gn_start, gn_end = (_whole_us_array(a) for a in _spans(get_next))
     for k in range(n_reduce):
-        added[reduce_start_key(k)] = _int64_column(reduce[:, k, 0])
-        added[reduce_duration_key(k)] = _int64_column(reduce[:, k, 1] - reduce[:, k, 0])
-    added[GETNEXT_START] = _int64_column(gn_start)
-    added[GETNEXT_END] = _int64_column(gn_end)
-    added[GETNEXT_TIME] = _int64_column(gn_end - gn_start)
-    frame = pd.concat([frame, pd.DataFrame(added, index=index)], axis=1)
-    return StepTraceTable(frame=frame[_internal_columns(n_reduce)], n_reduce=n_reduce, has_previous=has_previous)
+        columns[reduce_start_key(k)] = _int64_column(reduce[:, k, 0])
+        columns[reduce_duration_key(k)] = _int64_column(reduce[:, k, 1] - reduce[:, k, 0])
+    columns[GETNEXT_START] = _int64_column(gn_start)
+    columns[GETNEXT_END] = _int64_column(gn_end)
+    columns[GETNEXT_TIME] = _int64_column(gn_end - gn_start)
+    # One frame, built once in the final column order (no concat, no reselection: each would copy every column).
+    frame = pd.DataFrame({name: columns[name] for name in _internal_columns(n_reduce)}, index=index, copy=False)
+    return StepTraceTable(frame=frame, n_reduce=n_reduce, has_previous=has_previous)
+
+
+def _sorted_rows(raw: pd.DataFrame) -> pd.DataFrame:
+    """``raw`` by Model ID, Iteration End, line, on a fresh 0..n-1 index; itself when it is so already (the reader's order)."""
+    keys = [layout.K_MODEL_ID, layout.K_ITERATION_END, "line"]
+    if isinstance(raw.index, pd.RangeIndex) and raw.index.start == 0 and raw.index.step == 1:
+        model, end, line = (raw[k].to_numpy() for k in keys)
+        ordered = (model[1:] > model[:-1]) | ((model[1:] == model[:-1]) & (
+            (end[1:] > end[:-1]) | ((end[1:] == end[:-1]) & (line[1:] >= line[:-1]))))
+        if bool(ordered.all()):
+            return raw
+    return raw.sort_values(keys, kind="mergesort").reset_index(drop=True)
 
 
 def widen(table: StepTraceTable, n_reduce: int) -> StepTraceTable:

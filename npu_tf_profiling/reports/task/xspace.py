@@ -56,6 +56,8 @@ import numpy as np
 
 from google.protobuf import descriptor_pb2
 
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.step.records import pair_array, pair_counts
 from npu_tf_profiling.reports.task import step_stats
 from npu_tf_profiling.reports.task.declared_proto import F, add_field, add_map, message_classes
 
@@ -195,10 +197,11 @@ def clock_marks(frame: Any, around_us: tuple[float, float]) -> np.ndarray:
     ``frame`` is ``reports.step.records.TraceRead.frame``: the point columns, and the GetNext and Reduce pairs.
     """
     start, end = around_us[0] - SEARCH_US, around_us[1] + SEARCH_US
-    near = frame[(frame["iteration_end"] >= start) & (frame["iteration_end"] <= end)]
-    values = [near[column].to_numpy(dtype=np.float64) for column in ("fp_start", "bp_end", "iteration_end")]
-    values.append(np.array([v for column in ("get_next", "reduce") for pairs in near[column] for pair in pairs for v in pair
-                            if v is not None], dtype=np.float64))
+    near = frame[(frame[layout.K_ITERATION_END] >= start) & (frame[layout.K_ITERATION_END] <= end)]
+    values = [near[column].to_numpy(dtype=np.float64) for column in (layout.K_FP_START, layout.K_BP_END, layout.K_ITERATION_END)]
+    for kind in (layout.K_GET_NEXT, layout.K_REDUCE):
+        width = int(pair_counts(near, kind).max()) if len(near) else 0
+        values.append(pair_array(near, kind, width).ravel())
     marks = np.concatenate(values)
     return np.sort(marks[np.isfinite(marks)])
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import summary as sm
+from npu_tf_profiling.reports.step.between import load_other_runs, row_causes
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task.table import TaskTable
 from npu_tf_profiling.reports.view import phases as ph
@@ -38,16 +39,20 @@ def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], headin
         page.paragraph(f"{summary.skipped_lines} unreadable raw line(s) skipped (torn or corrupt).", "note")
     frame = sm.annotated_frame(data.table, data.task_traced)
     by_key = {(m.device_id, m.model_id): m for m in summary.models}
+    devices = {d.device_id: d for d in data.devices}
     for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
         model = by_key[(int(device_id), int(model_id))]
-        add_model(page, model, rows)
+        device = devices.get(int(device_id))
+        runs = load_other_runs(device.device_dir, device.info) if device is not None else None
+        add_model(page, model, rows, row_causes(rows, runs))
         table = tasks.get(int(device_id))
         if table is not None:
             add_top_ops(page, table, int(model_id))
 
 
-def add_model(page: Page, model: sm.ModelSummary, rows: Any) -> None:
-    """The charts and text of one model (``rows``: its ``summary.annotated_frame`` rows)."""
+def add_model(page: Page, model: sm.ModelSummary, rows: Any, causes: Optional[list[str]] = None) -> None:
+    """The charts and text of one model (``rows``: its ``summary.annotated_frame`` rows; ``causes``: per row,
+    the other runs its Data Aug Bound held, ``between.row_causes``)."""
     page.heading(3, f"Device {model.device_id}, Model ID {model.model_id}: {model.iterations:,} iterations "
                     f"(Iteration ID {model.first_iteration_id}..{model.last_iteration_id})")
     page.preformatted("\n".join(model.render_lines()))
@@ -59,7 +64,8 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any) -> None:
         page.paragraph(note + " The 'slowest in bin' line is each bin's largest Iteration Time; the distribution, "
                        "percentiles and slowest iterations below use every iteration.", "note")
     _, used, _ = sm.basis_rows(rows)
-    y_max = _scale_for(page, ids, values[ph.ITERATION_TIME], ph.phase_values(used)[ph.ITERATION_TIME])
+    reasons = _reasons(rows, causes or [""] * len(ids))
+    y_max = _scale_for(page, ids, values[ph.ITERATION_TIME], ph.phase_values(used)[ph.ITERATION_TIME], reasons)
     page.chart(phases_figure(ids, values, binning, y_max))
     basis = "steady iterations" if model.basis == sm.BASIS_STEADY else "all timed iterations"
     dist = ph.distribution(ph.phase_values(used)[ph.ITERATION_TIME])
@@ -70,9 +76,23 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any) -> None:
         add_slowest(page, slow, basis)
 
 
-def _scale_for(page: Page, ids: np.ndarray, times: np.ndarray, basis_times: np.ndarray) -> Optional[float]:
-    """The phases chart's height: the statistics' iterations', when those left out of them (the first, a
-    task-traced one) are over twice as long and would flatten the rest; the page names the ones cut."""
+def _reasons(rows: Any, causes: list[str]) -> list[str]:
+    """Per row, why it may run long: the other runs in its gap (a validation pass), its first-iteration
+    set-up, or task_trace; "" when nothing recorded says."""
+    first = ~rows["_has_previous"].to_numpy()
+    traced, disturbed = rows["_traced"].to_numpy(), rows["_disturbed"].to_numpy()
+    reasons = []
+    for i, cause in enumerate(causes):
+        extra = ("the first iteration's set-up" if first[i] else "task-traced" if traced[i]
+                 else "right after a task-traced one" if disturbed[i] else "")
+        reasons.append("; ".join(part for part in (cause, extra) if part))
+    return reasons
+
+
+def _scale_for(page: Page, ids: np.ndarray, times: np.ndarray, basis_times: np.ndarray,
+               reasons: list[str]) -> Optional[float]:
+    """The phases chart's height: the statistics' iterations', when others are over twice as long and
+    would flatten the rest; the page names the ones cut, each with what it held (`_reasons`)."""
     basis = basis_times[np.isfinite(basis_times)]
     if not len(basis):
         return None
@@ -80,11 +100,11 @@ def _scale_for(page: Page, ids: np.ndarray, times: np.ndarray, basis_times: np.n
     above = np.flatnonzero(np.nan_to_num(times, nan=0.0) > 2 * float(basis.max()))
     if not len(above):
         return None
-    shown = ", ".join(f"Iteration ID {ids[i]}: {times[i]:,.0f} {US}" for i in above[:MAX_NAMED_ABOVE])
+    shown = ", ".join(f"Iteration ID {ids[i]}: {times[i]:,.0f} {US} ({reasons[i] or 'no other run recorded in its gap: host time'})"
+                      for i in above[:MAX_NAMED_ABOVE])
     more = f", and {len(above) - MAX_NAMED_ABOVE} more" if len(above) > MAX_NAMED_ABOVE else ""
-    page.paragraph(f"The phases chart is scaled to the iterations the statistics use (up to {top:,.0f} {US}); "
-                   f"{len(above)} iteration(s) left out of them run past it ({shown}{more}): the first iteration's "
-                   "set-up, or a task-traced one. Drag on the axis to see them.", "note")
+    page.paragraph(f"The phases chart is scaled to the steady iterations (up to {top:,.0f} {US}); "
+                   f"{len(above)} iteration(s) run past it: {shown}{more}. Drag on the axis to see them.", "note")
     return top
 
 

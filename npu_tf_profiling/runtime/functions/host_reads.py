@@ -156,8 +156,11 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
 
 
 def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
+    from npu_tf_profiling.runtime import other_runs
     from npu_tf_profiling.runtime.functions.call_ends import call_ended
     from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
+
+    steps = CAPTURE._steps  # id(function) -> the probed steps (their calls are the iterations)
 
     def claiming_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not eager():  # a call while a function is traced is a graph's
@@ -166,7 +169,10 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> C
             _claim(self)
         token = CAPTURE.before(self)  # task_trace's window (task_capture)
         try:
-            result = original(self, *args, **kwargs)
+            if id(self) in steps:
+                result = original(self, *args, **kwargs)
+            else:  # not a step: timed as what else ran between steps (runtime.other_runs)
+                result = other_runs.function_call(self, lambda: original(self, *args, **kwargs))
         finally:
             CAPTURE.after(token)
         call_ended(self)  # a probed step's calls are counted (call_ends)

@@ -34,6 +34,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from npu_tf_profiling.runtime.profiler_quiet import profiler_lines_hidden
 from npu_tf_profiling.runtime.profiling_run import before_exit_reports
 
 CALLS_PER_SESSION = 50
@@ -133,7 +134,8 @@ class TaskCapture:
 
         folder = tempfile.mkdtemp(prefix="npu_tf_profiling_tf2_tasks_")
         try:
-            tf.profiler.experimental.start(folder, options=tf.profiler.experimental.ProfilerOptions(host_tracer_level=HOST_TRACER_LEVEL))
+            with profiler_lines_hidden():  # TensorFlow's own five lines per window (runtime.profiler_quiet)
+                tf.profiler.experimental.start(folder, options=tf.profiler.experimental.ProfilerOptions(host_tracer_level=HOST_TRACER_LEVEL))
         except Exception:  # noqa: BLE001 - the script's own profiler session holds it
             shutil.rmtree(folder, ignore_errors=True)
             collection.run.add_note(BUSY_NOTE)
@@ -147,7 +149,8 @@ class TaskCapture:
         window, self._window = self._window, None
         try:
             window.anchors.append(float(tf.timestamp().numpy()) * 1e6)
-            tf.profiler.experimental.stop()
+            with profiler_lines_hidden():
+                tf.profiler.experimental.stop()
             (path,) = glob.glob(os.path.join(window.folder, "plugins", "profile", "*", "*.xplane.pb"))
             with open(path, "rb") as handle:
                 space = handle.read()
