@@ -495,3 +495,37 @@ def test_a_layer_whose_call_is_a_tf_function_has_its_backward_call_as_bp() -> No
     assert len(backward) == 1
     assert points.bp == backward[0].name
     assert any(t.startswith(backward[0].name + ":") for t in points.bp_inputs)
+
+
+def test_a_gan_function_ends_at_its_output_and_starts_at_the_generator() -> None:
+    """A tf.function step training a critic then a generator, the generator's forward pass inside the critic's tape:
+    its gradients nothing reads are sinks of compute ops, which TensorFlow prunes from the function. The iteration end
+    is the function's output (it waits on every update), BP's tensors are both tapes', FP the generator's first layer."""
+    generator = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(8), tf.keras.layers.Dense(6)])
+    critic = tf.keras.Sequential([tf.keras.Input((6,)), tf.keras.layers.Dense(8), tf.keras.layers.Dense(1)])
+    c_opt, g_opt = tf.keras.optimizers.SGD(0.1), tf.keras.optimizers.SGD(0.1)
+    batches = iter(tf.data.Dataset.from_tensors(tf.ones((2, 6))).repeat())
+
+    @tf.function
+    def step() -> tf.Tensor:
+        real = next(batches)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(critic(generator(tf.random.normal((2, 4))))) - tf.reduce_mean(critic(real))
+        c_opt.apply_gradients(zip(tape.gradient(loss, critic.trainable_variables), critic.trainable_variables))
+        with tf.GradientTape() as tape:
+            g_loss = -tf.reduce_mean(critic(generator(tf.random.normal((2, 4)))))
+        g_opt.apply_gradients(zip(tape.gradient(g_loss, generator.trainable_variables), generator.trainable_variables))
+        return g_loss
+
+    graph = step.get_concrete_function().graph
+    points = find_trace_points(graph)
+    outputs = {t.op.name for t in graph.outputs}
+    assert points.iteration_end in outputs, points.reasons
+    # Without what the function runs (a bare GraphDef), the end is a gradient nothing reads (the pruned op of the
+    # issue), and BP's tensors are only the critic's: the generator's update is not among that op's ancestors.
+    unaware = find_trace_points(graph.as_graph_def())
+    assert is_gradient_name(unaware.iteration_end)
+    assert set(unaware.bp_inputs) < set(points.bp_inputs)
+    assert len(points.bp_inputs) - len(unaware.bp_inputs) == len(generator.trainable_variables)
+    assert graph.get_operation_by_name(points.fp).type == "MatMul"
+    assert "fed by the random" in next(r for r in points.reasons if r.startswith("fp = "))

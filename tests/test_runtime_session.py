@@ -265,3 +265,32 @@ def test_first_iteration_is_read_at_once_even_when_a_reader_turn_came_during_it(
         sess.run(train_op)
         first = raw_records(tmp_path)
     assert [(r["run"], r["step"]) for r in first] == [(1, 1)]
+
+
+def test_runs_of_backprop_that_never_run_the_iteration_end_are_said_so(tmp_path) -> None:
+    """A GAN graph with two train ops run apart: discovery takes the critic's (it runs more updates); a script
+    that trains the generator alone (a warm-up) writes no row, and after 3 such runs one note says why."""
+    graph = tf.Graph()
+    with graph.as_default():
+        noise = tf.random.normal((8, 4), seed=1)
+        real = tf.constant(np.random.default_rng(0).normal(size=(8, 6)).astype(np.float32))
+        with tf.variable_scope("generator"):
+            fake = dense(noise, 6, "out")
+        with tf.variable_scope("critic", reuse=tf.AUTO_REUSE):
+            real_score = dense(tf.nn.relu(dense(real, 8, "hidden")), 1, "score")
+            fake_score = dense(tf.nn.relu(dense(fake, 8, "hidden")), 1, "score")
+        critic_train = tf.train.AdamOptimizer(1e-3).minimize(
+            tf.reduce_mean(fake_score) - tf.reduce_mean(real_score), var_list=tf.trainable_variables("critic"), name="critic_train")
+        generator_train = tf.train.AdamOptimizer(1e-3).minimize(
+            -tf.reduce_mean(fake_score), var_list=tf.trainable_variables("generator"), name="generator_train")
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=graph, config=profiling_config(tmp_path)) as sess:
+        sess.run(init)
+        with pytest.warns(RuntimeWarning, match="3 runs computed gradients without running the iteration end critic_train"):
+            for _ in range(3):
+                sess.run(generator_train)
+        sess.run(critic_train)
+    info = json.loads(next(only_prof_dir(tmp_path).glob("device_*/info.json")).read_text())
+    assert info["models"]["1"]["iteration_end"] == "critic_train"
+    assert any("without running the iteration end critic_train" in note for note in info["notes"])
+    assert len(raw_records(tmp_path)) == 1  # the one run of the iteration end

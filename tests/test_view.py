@@ -241,3 +241,26 @@ def test_a_hostile_op_name_is_text_on_the_page(tmp_path) -> None:
     assert hostile not in page and "<b>bold" not in page
     assert page.count("&lt;\\u002fscript&gt;&lt;script&gt;alert(&quot;x&quot;)") == 2  # escaped: the bar's label and hover
     assert "Top 6 ops by total time: device 0, Model ID 1 (3 task-traced iteration(s))" in page
+
+
+def test_top_ops_draw_one_bar_per_op_even_where_cut_names_read_the_same() -> None:
+    import pandas as pd
+
+    from npu_tf_profiling.reports.task import op_summary as ops
+    from npu_tf_profiling.reports.view.task_section import top_ops_figure
+
+    # Three ops whose names, cut to the label's length, all read "…transpose/Conv2DBackpropFilter" (a VAE's).
+    names = [f"gradient_tape/model/decoder_{k}/very_long_scope_name_here/conv2d_transpose/Conv2DBackpropFilter"
+             for k in (1, 2, 3)] + ["gradient_tape/model/dense/MatMul"]
+    frame = pd.DataFrame({ops.OP_NAME: names, ops.OP_TYPE: ["Conv2DBackpropFilter"] * 3 + ["MatMul"],
+                          ops.COUNT: [3, 3, 3, 3], ops.TOTAL_TIME: [400.0, 300.0, 200.0, 100.0],
+                          ops.AVG_TIME: [133.3, 100.0, 66.7, 33.3], ops.RATIO: [40.0, 30.0, 20.0, 10.0]})
+    figure = top_ops_figure(frame)
+    (bar,) = figure["data"]
+    axis = figure["layout"]["yaxis"]
+    assert len(set(bar["y"])) == len(bar["x"]) == 4  # one position, so one bar, per op
+    labels = dict(zip(axis["tickvals"], axis["ticktext"]))
+    assert len(set(labels.values())) == 4  # the labels read differently
+    assert labels[max(bar["y"])].endswith("Conv2DBackpropFilter") and bar["x"][bar["y"].index(max(bar["y"]))] == 400.0
+    for name, hover in zip(names, bar["hovertext"]):
+        assert hover.startswith(name)  # the whole name on hover

@@ -35,8 +35,18 @@ def warn_user(message: str, category: type[Warning] = RuntimeWarning) -> None:
             return
         _shown.add(key)
     frame = user_frame()
+    if _is_library_file(frame.f_code.co_filename, _library_dirs()):
+        # No line of the user's is running (the ring reader's thread, the exit): a line of this package or of
+        # the interpreter's start-up would be shown as if it were the cause; the message says it all.
+        warn_without_source(message, category)
+        return
     # No module_globals: its loader lookup raises for `python -c` code; the file name is enough for the source line.
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno, module=frame.f_globals.get("__name__", "<string>"))
+
+
+def warn_without_source(message: str, category: type[Warning]) -> None:
+    """Warn `message` with no source line: shown as ``npu_tf_profiling:0: Category: message``."""
+    warnings.warn_explicit(message, category, "npu_tf_profiling", 0, module="npu_tf_profiling")
 
 
 def forget_shown() -> None:

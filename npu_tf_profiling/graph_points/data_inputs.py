@@ -27,8 +27,11 @@ class DataInputs:
     reason: str
 
 
-def find_data_inputs(index: GraphIndex, regions: Regions) -> DataInputs:
-    """Rule 5: in the forward region of a training graph, else anywhere they feed something."""
+def find_data_inputs(index: GraphIndex, regions: Regions, in_function: bool = False) -> DataInputs:
+    """Rule 5: in the forward region of a training graph, else anywhere they feed something.
+
+    ``in_function``: the graph is a `tf.function`'s, whose Placeholders are its arguments (a batch read
+    before the call) and its captures (variables' and iterators' handles), never a feed_dict."""
     types, names = index.types, index.names
     training = regions.is_training
     iterators = [i for i, t in enumerate(types) if t in optypes.ITERATOR_INPUT_TYPES]
@@ -43,11 +46,12 @@ def find_data_inputs(index: GraphIndex, regions: Regions) -> DataInputs:
         feeding = [i for i in placeholders if (region[i] if training else index.data_out[i])]
         chosen = [i for i in feeding if _placeholder_is_batch(index, i)]
         batches = set(chosen)
-        not_batches = [i for i in feeding if i not in batches]
-        kind = "feed_dict Placeholder"
+        # Handles (a variable's, an iterator's) are not settings either; they are not worth listing.
+        not_batches = [i for i in feeding if i not in batches and not _placeholder_is_handle(index, i)]
+        kind = "function argument" if in_function else "feed_dict Placeholder"
     chosen = index.sort_topo(chosen)
     listed = set(chosen) | set(not_batches)
-    skipped = tuple(i for i in candidates if i not in listed)
+    skipped = tuple(i for i in candidates if i not in listed and not (in_function and _placeholder_is_handle(index, i)))
     if not chosen:
         return DataInputs((), skipped, (
             "get_next = none: no iterator, queue or batch Placeholder feeds the loss (synthetic data?)"
@@ -60,7 +64,8 @@ def find_data_inputs(index: GraphIndex, regions: Regions) -> DataInputs:
         return ", ".join(names[i] for i in ops[:4]) + (", ..." if len(ops) > 4 else "")
 
     if not_batches:
-        reason += f"; not listed because scalar or bool Placeholders are settings, not batches: {shown(not_batches)}"
+        what = "arguments" if in_function else "Placeholders"
+        reason += f"; not listed because scalar or bool {what} are settings, not batches: {shown(not_batches)}"
     if skipped and training:
         reason += f"; not listed because they do not feed the loss of the training step: {shown(skipped)}"
     return DataInputs(tuple(chosen), skipped, reason)
@@ -76,6 +81,11 @@ def _feeding_anything(index: GraphIndex, iterators: list[int]) -> bytearray:
         if index.data_out[i]:
             region[i] = 1
     return region
+
+
+def _placeholder_is_handle(index: GraphIndex, i: int) -> bool:
+    attrs = index.node_def(i).attr
+    return "dtype" in attrs and attrs["dtype"].type in (_DT_RESOURCE, _DT_VARIANT)
 
 
 def _placeholder_is_batch(index: GraphIndex, i: int) -> bool:

@@ -49,7 +49,7 @@ class Discovery:
             self.iteration_end = find_iteration_end(idx, loaded, self.updates, train_op)
             self.regions = find_regions(idx, self.updates, self.iteration_end)
             self.global_step = find_global_step(idx, loaded)
-            self.data_inputs = find_data_inputs(idx, self.regions)
+            self.data_inputs = find_data_inputs(idx, self.regions, in_function=bool(loaded.runs))
             # Without a training step there is nothing to trace: fp, bp and the groups stay empty.
             self.fp = ForwardStart()
             self.collectives = Collectives()

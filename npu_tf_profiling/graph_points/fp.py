@@ -5,6 +5,12 @@ order; the features are the one that reaches the most compute on the way to
 the loss. FP is the first compute op that tensor meets, walking through
 plumbing (casts, reshapes, identities, v1 control flow, tf.data ops) but not
 through metadata ops such as Shape, whose output is not the data.
+
+A step may hold several forward passes: a GAN's generator runs on random
+noise, then the critic on its output and on the batch. FP Start is when the
+step's forward work starts, so a forward pass fed by noise that comes first in
+topological order (program order: the generator's before the critic's) starts
+it: FP is then the first op of that pass that reads a weight.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from npu_tf_profiling.graph_points.data_inputs import DataInputs
 from npu_tf_profiling.graph_points.index import GraphIndex, ids_in
 
 _MAX_DATA_TENSORS = 32   # data tensors whose forward reach is measured (feed_dict graphs can have many)
+_MAX_NOISE_WALK = 64     # ops walked from a random op to the first op reading a weight
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,13 @@ def find_fp(index: GraphIndex, data_inputs: DataInputs, forward: bytes, is_compu
             shown = ", ".join(f"{index.tensor_name(r[1], r[2])}: {r[0]}" for r in others)
             reason += (f"; {tensor} reaches the loss through the most compute ops "
                        f"({count}; {shown})")
+        earlier = _noise_fed_start(index, forward, is_compute, before=pos[fp])
+        if earlier is not None:
+            start, noise = earlier
+            reason = (f"fp = {names[start]}: the first op reading a weight in the forward pass fed by the random "
+                      f"{index.types[noise]} {names[noise]}, which comes before the one fed by the data "
+                      f"(a generator's before its critic's; that one: {names[fp]}, first compute op consuming {tensor})")
+            fp = start
         return ForwardStart(fp, reason, tuple(index.sort_topo(reached)))
     forward_compute = [i for i in ids_in(forward) if is_compute[i]]
     if not forward_compute:
@@ -61,6 +75,32 @@ def find_fp(index: GraphIndex, data_inputs: DataInputs, forward: bytes, is_compu
     fp = min(forward_compute, key=pos.__getitem__)
     return ForwardStart(fp, (f"fp = {names[fp]}: no data input reaches a compute op, so the first compute op "
                              f"of the forward pass in topological order"), tuple(index.sort_topo(forward_compute)))
+
+
+def _noise_fed_start(index: GraphIndex, forward: bytes, is_compute: list[bool], before: int) -> tuple[int, int] | None:
+    """The first forward op (topologically before position ``before``) that reads a weight and is fed by a
+    random op through ops that read none: where a forward pass on noise (a GAN's generator) starts, with the
+    random op. None when no such pass comes first. A dropout mask or a gradient penalty's mixing weight is
+    made from random numbers too, but inside a forward pass, after its start."""
+    pos, types, data_in, data_out = index.topo_pos, index.types, index.data_in, index.data_out
+    weight_read = optypes.WEIGHT_READ_TYPES
+    best: tuple[int, int] | None = None
+    for noise in ids_in(forward):
+        if pos[noise] >= before or not optypes.is_random_type(types[noise]):
+            continue
+        seen = {noise}
+        stack = [noise]
+        while stack and len(seen) < _MAX_NOISE_WALK:
+            for j in data_out[stack.pop()]:
+                if j in seen or not forward[j] or pos[j] >= before or types[j] in optypes.METADATA_TYPES:
+                    continue
+                seen.add(j)
+                if is_compute[j] and any(types[k] in weight_read for k in data_in[j]):
+                    if best is None or pos[j] < pos[best[0]]:
+                        best = (j, noise)
+                else:
+                    stack.append(j)
+    return best
 
 
 def _data_tensors(index: GraphIndex, data_inputs: DataInputs, forward: bytes) -> list[tuple[int, int]]:

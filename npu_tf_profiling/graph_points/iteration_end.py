@@ -5,6 +5,14 @@ script said wins (the ``train_op`` argument, then the graph's ``train_op``
 collection); otherwise it is the sink op that runs the most optimizer
 updates. It bounds everything after it: only ops it depends on can be fp,
 bp or data inputs, so a test tower or an initializer is never picked.
+
+In a `tf.function` only what its outputs and stateful ops depend on runs
+(`LoadedGraph.runs`): a sink outside that is pruned, and an iteration end
+there never fires. A GAN's step has such sinks, compute ops at that: the
+generator's forward pass inside the critic's tape makes gradients nothing
+reads. So there the sinks are taken within the ops that run, and the
+function's outputs (plumbing Identities, but the ones that wait on every
+stateful op through automatic control dependencies) are candidates too.
 """
 from __future__ import annotations
 
@@ -92,12 +100,16 @@ def _choose(index: GraphIndex, loaded: LoadedGraph, updates_all: tuple[int, ...]
         )
     if not updates_all:
         return None, ""
-    ranked, counts = _rank_sinks(index, updates_all, updates_all)
+    runs = tuple(i for i in (index.get_id(n) for n in loaded.runs) if i is not None)
+    ranked, counts = _rank_sinks(index, updates_all, updates_all, runs)
     best = ranked[0]
     reason = (
         f"iteration_end = {names[best]}: the sink op that runs the most optimizer updates "
         f"({counts[best]} of {len(updates_all)})"
     )
+    if runs:
+        reason += (", of the ops every call runs (the function's outputs and stateful ops "
+                   "and what they depend on; TensorFlow prunes the rest)")
     others = [s for s in ranked[1:] if counts[s] > 0][:3]
     if others:
         reason += "; other candidates: " + ", ".join(f"{names[s]} ({counts[s]})" for s in others)
@@ -105,15 +117,26 @@ def _choose(index: GraphIndex, loaded: LoadedGraph, updates_all: tuple[int, ...]
 
 
 def _rank_sinks(index: GraphIndex, starts: list[int] | tuple[int, ...],
-                updates_all: tuple[int, ...]) -> tuple[list[int], dict[int, int]]:
+                updates_all: tuple[int, ...], runs: tuple[int, ...] = ()) -> tuple[list[int], dict[int, int]]:
     """Sink ops (no consumers) downstream of ``starts``, best train-op
-    candidate first: most updates run, then a train-like name, then later."""
+    candidate first: most updates run, then a train-like name, then later.
+
+    ``runs``: the ops every run executes (a function's outputs and stateful ops), when known; the
+    sinks are then those of the ops that run (none of their consumers runs), and ``runs`` themselves
+    are never set aside as plumbing: a function's output is what its caller runs."""
     downstream = index.reach(starts, backward=False)
     data_out, ctrl_out, types = index.data_out, index.ctrl_out, index.types
-    sinks = [i for i in ids_in(downstream) if not data_out[i] and not ctrl_out[i]]
+    if runs:
+        live = index.reach(runs, backward=True)
+        downstream = bytearray(a & b for a, b in zip(downstream, live))
+        sinks = [i for i in ids_in(downstream)
+                 if not any(live[j] for j in data_out[i]) and not any(live[j] for j in ctrl_out[i])]
+    else:
+        sinks = [i for i in ids_in(downstream) if not data_out[i] and not ctrl_out[i]]
     # An unused read_value() of an assign is a sink too, but nobody runs it
     # as the step: prefer NoOps (tf.group), updates and compute ops.
-    real = [i for i in sinks if types[i] == "NoOp" or not optypes.is_plumbing_type(types[i])]
+    outputs = set(runs)
+    real = [i for i in sinks if types[i] == "NoOp" or i in outputs or not optypes.is_plumbing_type(types[i])]
     sinks = real or sinks or ids_in(downstream)  # no sink at all: a cycle, consider everything
     preferred = optypes.TRAIN_OP_NAME_RE.search
     names, pos = index.names, index.topo_pos

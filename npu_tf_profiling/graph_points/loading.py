@@ -38,6 +38,11 @@ class LoadedGraph:
     ``global_step`` collections (empty for a bare GraphDef).
     origin: a short human description ("GraphDef file x.pb", "SavedModel
     dir (tags: train)"), used in reasons and CLI output.
+    runs: the ops every run of the graph executes, when the graph says so: a
+    `tf.function`'s outputs and control outputs (its stateful ops). TensorFlow
+    prunes everything else from the function, so an op none of them depends on
+    never runs (a GAN's gradients that no update reads). Empty: not known (a
+    Session's runs choose their own fetches).
     graph_def never holds this package's own ops (they are removed here, so
     no way of building a LoadedGraph can let them through).
     """
@@ -46,6 +51,7 @@ class LoadedGraph:
     train_ops: tuple[str, ...] = ()
     global_steps: tuple[str, ...] = ()
     origin: str = "GraphDef"
+    runs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "graph_def", without_own_ops(self.graph_def))
@@ -83,11 +89,14 @@ def _from_tf_graph(graph: Any) -> LoadedGraph:
     for key in TRAIN_OP_COLLECTIONS:
         train_ops.extend(n for n in map(_item_op_name, graph.get_collection(key)) if n)
     global_steps = [n for n in map(_item_op_name, graph.get_collection(GLOBAL_STEP_COLLECTION)) if n]
+    # A FuncGraph (a tf.function's, a loop body's) lists what its calls run; a plain tf.Graph has neither list.
+    runs = [n for n in map(_item_op_name, [*getattr(graph, "outputs", ()), *getattr(graph, "control_outputs", ())]) if n]
     return LoadedGraph(
         graph_def=graph.as_graph_def(),
         train_ops=tuple(dict.fromkeys(train_ops)),
         global_steps=tuple(dict.fromkeys(global_steps)),
         origin="tf.Graph",
+        runs=tuple(dict.fromkeys(runs)),
     )
 
 

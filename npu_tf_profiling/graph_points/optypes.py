@@ -67,6 +67,14 @@ PREDICATE_INPUT = {"Switch": 1, "RefSwitch": 1, "If": 0, "StatelessIf": 0, "Case
 BACK_EDGE_TYPES = frozenset({"NextIteration", "RefNextIteration"})
 
 VARIABLE_TYPES = frozenset({"VariableV2", "Variable", "VarHandleOp", "_VarHandlesOp"})
+# How a forward op reads a weight (a resource variable's value, a v1 variable's read Identity).
+WEIGHT_READ_TYPES = frozenset({"ReadVariableOp"}) | VARIABLE_TYPES
+
+
+def is_random_type(op_type: str) -> bool:
+    """Random-number ops (tf.random.*, stateless and stateful): a generator's noise comes from one."""
+    return "Random" in op_type or op_type in ("TruncatedNormal", "StatefulStandardNormalV2", "StatefulUniform",
+                                              "StatefulUniformInt", "StatefulTruncatedNormal")
 
 
 def is_dataset_type(op_type: str) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -20,6 +19,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task import traced as task_traced
+from npu_tf_profiling.config.notices import warn_without_source
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
 
 # PROF_<pid>_<YYYYmmddHHMMSS>_<random>
@@ -132,11 +132,12 @@ def load_prof_dir(prof_dir: Path | str) -> ProfData:
         except OSError as exc:
             raise BadInputError(f"{device_dir}: cannot read raw data: {exc}") from exc
         if device.trace is None:
-            warnings.warn(
-                f"{device_dir}: no {layout.DATA_DIR}/{layout.TRAINING_FRAMES_FILE} or {layout.TRAINING_TRACE_FILE} "
-                "(training_trace off, or nothing recorded)",
+            # Shown with no source line: the reports' own line (at the job's exit, or the CLI's) would say nothing.
+            warn_without_source(
+                f"{device_dir}: no step-trace rows ({layout.DATA_DIR}/{layout.TRAINING_FRAMES_FILE} or "
+                f"{layout.TRAINING_TRACE_FILE}): training_trace was off, or no traced iteration wrote a row "
+                f"(the notes in {layout.INFO_FILE} say why)",
                 RawDataWarning,
-                stacklevel=2,
             )
         devices.append(device)
     with_rows = _with_rows(devices)

@@ -189,17 +189,19 @@ class _Builder:
         task = task_of(op)
         return self.may_rewire and outside_control_flow(op) and (self.home_task is None or task is None or task == self.home_task)
 
-    def start_stamp(self, op: tf.Operation, name: str, also_after: Sequence[tf.Tensor] = ()) -> tf.Tensor:
+    def start_stamp(self, op: tf.Operation, name: str, also_after: Sequence[tf.Tensor] = (), every_op_runs: bool = False) -> tf.Tensor:
         """The moment `op` may start: after its inputs (and `also_after`), and before `op` itself.
 
         Where `op` reads variables, the stamp goes between its other inputs and those
         reads instead (the read waits on the stamp, `op` on the read): `op` itself is
         then untouched, so Grappler can still fuse it (a control input on a MatMul or
         Conv2D would block its fusion with the bias and activation).
+        `every_op_runs`: every op the stamp waits on runs in every run (a `tf.function`'s
+        batch read), so the reads may wait on it even where they did not depend on those ops.
         """
         feeding = producers(op)
         before = [p for p in feeding if not is_variable_read(p)] + [t.op for t in also_after]
-        gates = [p for p in feeding if is_variable_read(p) and self._wait_is_safe(p, before)]
+        gates = [p for p in feeding if is_variable_read(p) and (every_op_runs or self._wait_is_safe(p, before))]
         # A data input's outputs are waited on by its end stamp, which `also_after` then holds.
         covered = self.data_inputs if also_after else frozenset()
         inputs = [t for t in op.inputs if t.op not in gates and t.op.type not in FED_INPUT_TYPES and t.op.name not in covered]
@@ -369,7 +371,12 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         # After the data inputs the fp op reads (in a multi-replica graph, its own replica's, not the others').
         feeding = builder.index.ancestors([points.fp])
         own_reads = [end for end, read in zip(read_ends, reads) if read.name in feeding]
-        fp_stamp = builder.start_stamp(get_op(points.fp), "fp_start", also_after=own_reads)
+        # An fp op that reads no batch (a GAN's generator, on noise) still starts after the step's reads, so
+        # GetNext End <= FP Start in every row, as upstream's FP (a consumer of the batch) has it. Only in a
+        # function: every call runs its read, so holding the generator's weight reads behind it adds no work.
+        noise_fed = not own_reads and bool(read_ends) and tables is not None
+        fp_stamp = builder.start_stamp(get_op(points.fp), "fp_start", also_after=read_ends if noise_fed else own_reads,
+                                       every_op_runs=noise_fed)
         stamps.append(fp_stamp)
         chain_tail = [fp_stamp]
     bp_waits = _bp_waits(builder.graph, points, on_path, user_bp)

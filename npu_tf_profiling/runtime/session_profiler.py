@@ -38,7 +38,7 @@ from typing import Any, Callable, Hashable
 
 import tensorflow as tf
 
-from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse
+from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
 from npu_tf_profiling.runtime import other_runs
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
@@ -159,6 +159,13 @@ def next_state(state: SessionState, event: SessionEvent) -> SessionState:
 _NOT_CACHED = object()
 _FED_ITERATION = object()  # an iteration whose feeds replace tensors the probes wait on
 _STEP_WRITE = object()  # not an iteration, but it writes the global step the ring's rows are keyed by
+_UNTRACED_TRAINING = object()  # not an iteration, but it runs backprop: a train op other than the iteration end
+SILENT_RUNS = 3  # runs of backprop without the iteration end, none of it before, that are worth a word
+SILENT_RUNS_NOTE = (
+    "{runs} runs computed gradients without running the iteration end {end}, and no run has run it yet: "
+    "those runs write no step-trace row (fetch {end}, or the op that runs it, in the training runs; "
+    "`npu-tf-prof points` shows the train op candidates)"
+)
 # Ops that write a variable: one whose first input is the global step writes the step.
 _VARIABLE_WRITES = frozenset({
     "Assign", "AssignVariableOp", "AssignAdd", "AssignAddVariableOp", "AssignSub", "AssignSubVariableOp",
@@ -186,6 +193,7 @@ class SessionProfiler:
         self._checked_version = -1
         self._attempts = 0
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
+        self._untraced_training_runs = 0  # runs of backprop that did not run the iteration end (never silent)
         self._original_make_callable = session.make_callable
         self._original_make_callable_from_options = session._make_callable_from_options
         session.run = self.run
@@ -253,6 +261,8 @@ class SessionProfiler:
             return None
         if iteration is _STEP_WRITE:
             plan = self._drain_then_run
+        elif iteration is _UNTRACED_TRAINING:
+            plan = self._untraced_training_run
         elif not iteration:
             plan = None
         elif iteration is _FED_ITERATION:
@@ -286,6 +296,16 @@ class SessionProfiler:
             recorder.step_written()
         except Exception as exc:  # noqa: BLE001
             self._disable(exc)
+        return out
+
+    def _untraced_training_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
+        """A run of backprop that does not run the iteration end: counted, and said once when no iteration ran before."""
+        out = self._other_run(fetches, feed_dict, options, run_metadata)  # not an iteration: timed as the others
+        self._untraced_training_runs += 1
+        if self._untraced_training_runs == SILENT_RUNS and self._recorder is None and self._state is not None:
+            collection = self._source.poll()
+            if collection is not None and collection.training_trace:
+                collection.run.add_note(SILENT_RUNS_NOTE.format(runs=SILENT_RUNS, end=self._state.points.iteration_end))
         return out
 
     def _recorder_for_session(self) -> Recorder:
@@ -366,7 +386,9 @@ class SessionProfiler:
         known = [n for n in names if n in state.index]
         ancestors = state.index.ancestors(known)
         if state.points.iteration_end not in ancestors:
-            return _STEP_WRITE if self._writes_keyed_step(ancestors) else False
+            if self._writes_keyed_step(ancestors):
+                return _STEP_WRITE
+            return _UNTRACED_TRAINING if any(optypes.is_gradient_name(n) for n in ancestors) else False
         waited = state.probes.waited_ops if state.probes is not None else frozenset()
         fed_ops = {op_name(self._graph, k) for k in (feed_dict or {})}
         clash = sorted(fed_ops & waited)

@@ -1,8 +1,9 @@
 """A TensorFlow 2 step profiled by the package while TensorFlow's own profiler traces the same iterations.
 
-Usage: tf2_accuracy.py OUTPUT WARMUP ITERATIONS
+Usage: tf2_accuracy.py OUTPUT WARMUP ITERATIONS [mlp|gan]
 
-The step (a custom `tf.function` with `next()` inside, an MLP, Adam) is profiled
+The step (a custom `tf.function` with `next()` inside, an MLP, Adam; or `gan`: a generator
+on noise and a critic on the batch and the generator's output, two tapes, two Adams) is profiled
 with `start_tf2_profiling` into OUTPUT. After WARMUP calls, `tf.profiler.experimental`
 traces ITERATIONS calls twice, in two windows one after the other: at host tracer
 level 2, and at level 3. Level 2 holds only the kernels TensorFlow's cost model counts as
@@ -43,6 +44,7 @@ import npu_tf_profiling  # noqa: E402
 from npu_tf_profiling.reports.task.xspace import host_trace  # noqa: E402
 
 output, warmup, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+kind = sys.argv[4] if len(sys.argv) > 4 else "mlp"
 LEVELS = (2, 3)  # host tracer levels, one window each (the module docstring says why both)
 npu_tf_profiling.start_tf2_profiling({"output": output, "training_trace": "on"})
 tf.config.optimizer.set_experimental_options({"remapping": False})
@@ -56,12 +58,36 @@ iterator = iter(data)
 
 
 @tf.function
-def train_step() -> tf.Tensor:
+def mlp_step() -> tf.Tensor:
     x, y = next(iterator)
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
     optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
     return loss
+
+
+generator = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(32)])
+critic = tf.keras.Sequential([tf.keras.Input((32,)), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(1)])
+g_optimizer, c_optimizer = tf.keras.optimizers.Adam(1e-3), tf.keras.optimizers.Adam(1e-3)
+if kind == "gan":
+    g_optimizer.build(generator.trainable_variables)
+    c_optimizer.build(critic.trainable_variables)
+
+
+@tf.function
+def gan_step() -> tf.Tensor:
+    x, _ = next(iterator)
+    with tf.GradientTape() as g_tape, tf.GradientTape() as c_tape:
+        fake = generator(tf.random.normal((64, 8)), training=True)
+        real_score, fake_score = critic(x, training=True), critic(fake, training=True)
+        c_loss = tf.reduce_mean(fake_score) - tf.reduce_mean(real_score)
+        g_loss = -tf.reduce_mean(fake_score)
+    c_optimizer.apply_gradients(zip(c_tape.gradient(c_loss, critic.trainable_variables), critic.trainable_variables))
+    g_optimizer.apply_gradients(zip(g_tape.gradient(g_loss, generator.trainable_variables), generator.trainable_variables))
+    return c_loss
+
+
+train_step = gan_step if kind == "gan" else mlp_step
 
 
 def traced_window(level: int) -> tuple[list[float], str]:

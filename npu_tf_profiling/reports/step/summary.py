@@ -97,6 +97,8 @@ class ModelSummary:
     fp_measured: bool = True
     bp_measured: bool = True
     point_notes: list[str] = field(default_factory=list)
+    # What traced its tasks: a Session's runs use RunOptions(FULL_TRACE), a TF2 function's calls tf.profiler.
+    tracer: str = "FULL_TRACE"
     # Data Aug Bound split by cause (``between.summarize_split``); None when the runtime did not record other runs.
     between: Optional[dict[str, Any]] = None
 
@@ -142,11 +144,11 @@ class ProfSummary:
 def _task_trace_note(m: ModelSummary) -> Optional[str]:
     if m.task_traced_included:
         return (f"every timed iteration was task-traced or right after one, so these statistics include "
-                f"task_trace's overhead (FULL_TRACE and writing its data); {m.task_traced} traced")
+                f"task_trace's overhead ({m.tracer} and writing its data); {m.task_traced} traced")
     if not m.task_traced_left_out:
         return None
     after = m.task_traced_left_out - m.task_traced
-    return (f"{m.task_traced_left_out} task-traced iterations left out: {m.task_traced} traced with FULL_TRACE, "
+    return (f"{m.task_traced_left_out} task-traced iterations left out: {m.task_traced} traced with {m.tracer}, "
             f"which slows them, and {after} right after one, whose Data Aug Bound holds the writing of the trace")
 
 
@@ -272,6 +274,8 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
     for m in models:
         info = infos.get(m.device_id, {})
         m.point_notes = point_notes(info, m.model_id, m.fp_measured, m.bp_measured)
+        if "function" in (info.get("models") or {}).get(str(m.model_id), {}):
+            m.tracer = "tf.profiler"
         runs = load_other_runs(dirs[m.device_id], info) if m.device_id in dirs else None
         if runs is not None and frame is not None:
             rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]

@@ -28,17 +28,34 @@ def add_top_ops(page: Page, table: TaskTable, model_id: int, top: int = TOP_OPS)
 
 
 def top_ops_figure(frame: Any) -> dict[str, Any]:
-    """Horizontal bars, longest on top; hover gives type, count, average and Ratio(%)."""
-    names = [_short(n) for n in frame[ops.OP_NAME]]
+    """Horizontal bars, longest on top, one per op; hover gives the whole name, type, count, average and Ratio(%).
+
+    Each bar has a position of its own on the axis, its label only as the tick's text: plotly adds up bars
+    that share a category, and long names cut to the same label (a VAE's three ``…/Conv2DBackpropFilter``)
+    were drawn as one bar. Labels that would still read the same get a ``[k]`` to tell them apart.
+    """
+    names = _unique_labels([_short(n) for n in frame[ops.OP_NAME]])
     hover = [
         f"{text(name)}<br>{text(op_type)}: {count} runs, avg {avg} µs, {ratio}% of the traced iterations' time"
         for name, op_type, count, avg, ratio in zip(frame[ops.OP_NAME], frame[ops.OP_TYPE], frame[ops.COUNT],
                                                     frame[ops.AVG_TIME], frame[ops.RATIO])
     ]
-    bar = {"type": "bar", "orientation": "h", "y": names[::-1], "x": [float(v) for v in frame[ops.TOTAL_TIME]][::-1],
-           "hovertext": hover[::-1], "hoverinfo": "text", "marker": {"color": "#9467bd"}}
-    return {"data": [bar], "layout": {"xaxis": {"title": {"text": "Total Time (µs)"}}, "yaxis": {"automargin": True},
+    positions = list(range(len(names)))[::-1]  # the longest (first row) at the top
+    bar = {"type": "bar", "orientation": "h", "y": positions, "x": [float(v) for v in frame[ops.TOTAL_TIME]],
+           "hovertext": hover, "hoverinfo": "text", "marker": {"color": "#9467bd"}}
+    axis = {"automargin": True, "tickmode": "array", "tickvals": positions, "ticktext": names, "range": [-0.5, len(names) - 0.5]}
+    return {"data": [bar], "layout": {"xaxis": {"title": {"text": "Total Time (µs)"}}, "yaxis": axis,
                                       "margin": {"l": 10, "t": 20}, "showlegend": False}}
+
+
+def _unique_labels(labels: list[str]) -> list[str]:
+    """`labels` with a ``[k]`` after the k-th repeat of one (k from 2), so that no two read the same."""
+    seen: dict[str, int] = {}
+    unique = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if seen[label] == 1 else f"{label} [{seen[label]}]")
+    return unique
 
 
 def _short(name: str) -> str:

@@ -18,7 +18,7 @@ alone, and that kind of iterator or call gives no host reads):
 `OwnedIterator._next_internal` (``next()`` and ``get_next()`` of
 ``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
 dataset; its replicas' reads nest inside its span) and `Function.__call__`
-(which also tells `task_capture` when a step's call starts and ends).
+(which also tells `task_capture` when a step's call starts and ends, and `call_ends` when it returned).
 Only eager reads count: the same methods run while a function is traced, and
 that is a graph's read, timed in the graph.
 """
@@ -157,6 +157,7 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
 
 def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
     from npu_tf_profiling.runtime import other_runs
+    from npu_tf_profiling.runtime.functions.call_ends import call_ended
     from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
 
     steps = CAPTURE._steps  # id(function) -> the probed steps (their calls are the iterations)
@@ -169,11 +170,13 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> C
         token = CAPTURE.before(self)  # task_trace's window (task_capture)
         try:
             if id(self) in steps:
-                return original(self, *args, **kwargs)
-            # not a step: timed as what else ran between steps (runtime.other_runs)
-            return other_runs.function_call(self, lambda: original(self, *args, **kwargs))
+                result = original(self, *args, **kwargs)
+            else:  # not a step: timed as what else ran between steps (runtime.other_runs)
+                result = other_runs.function_call(self, lambda: original(self, *args, **kwargs))
         finally:
             CAPTURE.after(token)
+        call_ended(self)  # a probed step's calls are counted (call_ends)
+        return result
 
     return claiming_call
 

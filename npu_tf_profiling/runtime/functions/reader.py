@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
+from npu_tf_profiling.runtime.functions.call_ends import SILENT_CALLS, CallEnds, stop_watching
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import HostBatches
 from npu_tf_profiling.runtime.profiling_run import ModelEntry
@@ -36,6 +38,14 @@ from npu_tf_profiling.runtime.user_points import FALLBACK_KEY
 
 WAIT_S = 2.0  # how long a counted row not yet written, or a fed row without its caller's, is waited for
 FED_REASON = "the graph reads no batch: GetNext is the read of {caller}, the function that calls this step, in the same call"
+SILENT_NOTE = (
+    "{name} ran {calls} calls and wrote no step-trace row: its row is written just before its iteration end "
+    "{end}, and that op never ran (TensorFlow runs only what a function's outputs and stateful ops depend on). "
+    "Its rows are timed at the calls' ends instead: Iteration Time, and GetNext where the batch is read before "
+    "the call; FP and BP are N/A"
+)
+# A function that wrote no row: its rows carry the call's end only (and a GetNext pair from the host's reads).
+CALL_END_SHAPE = RecordShape(get_next_pairs=0, has_fp=False, has_bp=False, reduce_pairs=0, has_step=False)
 
 
 @dataclass
@@ -64,6 +74,9 @@ class FunctionModel:
     feeders: list["FunctionModel"] = field(default_factory=list)  # the callers whose rows give this step its GetNext
     feeds: FedBatches | None = None  # set on a feeder: its rows go there, it has none of its own
     reads_in_loop: bool = False  # a feeder that is a branch reading inside its caller's loop (not the call's first read)
+    # Its calls from Python (`call_ends`): after SILENT_CALLS with no row, `silent` holds why, and rows are timed at the calls.
+    call_ends: CallEnds | None = None
+    silent: str | None = None
     closed: bool = False
     _done: int = 0  # the last run number read
     _collection: Collection | None = None
@@ -96,6 +109,8 @@ class FunctionModel:
         if not self.closed:
             self.drain(final=True)
             self.closed = True
+            if self.silent is not None:  # said when it was found, and again where the job's last words are
+                warn_user(f"npu_tf_profiling: at exit: {self.silent}")
 
     def drain(self, final: bool = False) -> None:
         """Read the rows written since the last drain and record them for the collection in force."""
@@ -109,7 +124,16 @@ class FunctionModel:
 
     # ----- internals ---------------------------------------------------------------------------
     def _drain_locked(self, final: bool) -> None:
+        calls = self.call_ends.count if self.call_ends is not None else 0  # before the counter: those calls are done
+        if self.silent is not None:
+            self._record_call_ends()
+            return
         progress = self._progress()
+        if progress == 0 and calls >= SILENT_CALLS and self.feeds is None and self._first_of_silent_models():
+            self._fall_back_to_calls(calls)
+            return
+        if progress and self.call_ends is not None and not self.call_ends.stopped:  # rows come: no more counting
+            stop_watching(self.call_ends)
         # The batches of the rows read here are in the callers' rows; a reader writes its row before the
         # step it feeds runs, so after this step's progress was read, every batch of its rows up to it is there.
         for feeder in self.feeders:
@@ -148,6 +172,32 @@ class FunctionModel:
             )
         if self.feeds is None:  # a feeder's calls are its step's iterations, counted there
             self.source.after_iteration(int(progress))
+
+    def _first_of_silent_models(self) -> bool:
+        """Whether this is the first recording of the calls it watches, and none of them wrote a row (`call_ends`;
+        a caller that only reads the batch for its step, a feeder, writes rows that are not iterations)."""
+        models = [m for m in self.call_ends.models if m.feeds is None] if self.call_ends is not None else []
+        return bool(models) and models[0] is self and all(m._progress() == 0 for m in models[1:])
+
+    def _fall_back_to_calls(self, calls: int) -> None:
+        """No row after `calls` calls: say so (info.json, a warning now and at exit), and time the rows at the calls."""
+        self.silent = SILENT_NOTE.format(name=self.name, calls=calls, end=self.trace_points.get("iteration_end"))
+        self.trace_points = dict(self.trace_points, rows_timed_at_calls=self.silent)
+        self.source.note(self.silent)
+        self._record_call_ends()
+
+    def _record_call_ends(self) -> None:
+        ended = self.call_ends.take() if self.call_ends is not None else []
+        if not ended:
+            return
+        collection = self.source.poll()
+        if collection is not self._collection:
+            self._collection, self._collection_from = collection, self._done
+        rows = np.array(ended, dtype=np.float64)
+        rows[:, 1] /= 1e6  # rows hold seconds, as the ring's
+        self._record(CALL_END_SHAPE, rows)
+        self._done = int(rows[-1, 0])
+        self.source.after_iteration(self._done)
 
     def _ready_through(self, keys: np.ndarray, settled: np.ndarray, read: list) -> int:
         """The last run number whose rows may be recorded now: none after a run still waited for.

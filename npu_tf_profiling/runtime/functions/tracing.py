@@ -20,6 +20,7 @@ _TRACE_FRAME = "_create_concrete_function"
 _BODY_FRAME = "create_new_tf_function"
 _XLA_ATTRIBUTE = "_XlaMustCompile"
 _CALL_FRAME = "__call__"  # Function.__call__, the call that traces
+_HOOK_FRAME = "claiming_call"  # the package's call hook around it (host_reads)
 _LOOP_BODY_NAME = "while_body"
 
 FUNCTION = "function"  # a tf.function's own graph
@@ -41,6 +42,12 @@ class TracingContext:
     # The `tf.function` object being called (the innermost on the stack), whose calls
     # `host_reads` can watch; None when not found.
     caller: Any = None
+    # The outermost `tf.function` on the stack: the one the script called (Keras 3's fit calls
+    # `multi_step_on_iterator`, which calls the step in its graph), and whether that call passes
+    # through the package's call hook (`host_reads`): not when the hook was put in place during
+    # this very call (the env vars' request is read at the first trace).
+    called: Any = None
+    call_hooked: bool = False
 
 
 def tracing_context(graph_name: str) -> TracingContext:
@@ -48,12 +55,16 @@ def tracing_context(graph_name: str) -> TracingContext:
     kind: str | None = None
     function = None
     jit = False
-    caller = None
+    caller = called = None
+    hooked = False
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if caller is None and code.co_name == _CALL_FRAME:
-            caller = _function_object(frame.f_locals.get("self"))
+        if code.co_name == _CALL_FRAME:
+            found = _function_object(frame.f_locals.get("self"))
+            if found is not None:
+                caller = caller or found
+                called, hooked = found, _hooked(frame)
         if code.co_name == _BODY_FRAME and kind is None and frame.f_back is not None:
             maker = os.path.basename(frame.f_back.f_code.co_filename)
             kind = WHILE_BODY if maker.startswith("while_v2") else BRANCH if maker.startswith("cond_v2") else OTHER
@@ -65,9 +76,22 @@ def tracing_context(graph_name: str) -> TracingContext:
                 function = getattr(options, "python_function", None)
         frame = frame.f_back
     if function is None:
-        return TracingContext(graph_name, graph_name, kind or FUNCTION, jit, caller)
+        return TracingContext(graph_name, graph_name, kind or FUNCTION, jit, caller, called, hooked)
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or graph_name
-    return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit, caller)
+    return TracingContext(f"{name}@{id(function):x}", name, kind or FUNCTION, jit, caller, called, hooked)
+
+
+def _hooked(call_frame: Any) -> bool:
+    """Whether the call hook is among the few frames around `Function.__call__` (TensorFlow's
+    traceback filter wraps it in one more)."""
+    frame = call_frame.f_back
+    for _ in range(3):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == _HOOK_FRAME:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def traced_in_loop_body(graph: Any) -> bool:

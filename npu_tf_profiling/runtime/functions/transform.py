@@ -47,6 +47,7 @@ import tensorflow as tf
 from npu_tf_profiling.graph_points import Discovery, TracePoints, analyse, optypes
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.functions import callers
+from npu_tf_profiling.runtime.functions.call_ends import watch_calls
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import watch
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
@@ -134,6 +135,10 @@ class StepTransform:
                                   loop_body=context.kind == WHILE_BODY)
         if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)
             CAPTURE.watch(context.caller, fed[1] if fed is not None else model)
+            if model.call_ends is None:  # a step whose row is never written is found by its calls (call_ends)
+                model.call_ends = watch_calls(context.called, calls_before=0 if context.call_hooked else 1)
+                if model.call_ends is not None:
+                    model.call_ends.models.append(model)
         if fed is not None:
             fed[1].fed_by(model)
             with self._lock:

@@ -1,0 +1,142 @@
+"""GAN-shaped TensorFlow 2 training steps (several tapes and optimizers in one step), for the tests.
+
+Usage: tf2_gan.py STYLE STEPS [--forget-what-runs]
+
+Profiling comes from the environment (PROFILING_MODE / PROFILING_OPTIONS), as an unmodified
+script gets it. Prints one JSON line: {"style", "steps", "weights": sha256 of every trained
+weight's bytes}, so a profiled and a plain run can be compared bit for bit.
+
+Styles (one row per call of the step function expected):
+    wgan_gp     a Keras `train_step` with two critic updates and one generator update; the critic's
+                loss has a gradient penalty (a tape inside the tape), and the generator runs inside
+                the critic's tape, so its forward pass makes gradients nothing uses (TensorFlow prunes them)
+    dcgan       a Keras `train_step` in the style of the DCGAN examples: the generated and the real
+                images concatenated into one critic batch, then a generator update
+    two_tapes   a custom `tf.function` step, `next(iterator)` inside, two tapes open at once and two
+                optimizers, called from a Python loop
+
+--forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
+run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
+so that the step's points never fire: the job must say so and still get rows.
+"""
+import hashlib
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+style, steps = sys.argv[1], int(sys.argv[2])
+if "--forget-what-runs" in sys.argv:
+    import dataclasses
+
+    from npu_tf_profiling.graph_points import loading
+
+    load_tf_graph = loading._from_tf_graph
+    loading._from_tf_graph = lambda graph: dataclasses.replace(load_tf_graph(graph), runs=())
+LATENT, BATCH = 4, 8
+tf.keras.utils.set_random_seed(11)
+images = np.random.default_rng(3).normal(size=(BATCH * 8, 8, 8, 1)).astype(np.float32)
+real_images = tf.data.Dataset.from_tensor_slices(images).batch(BATCH, drop_remainder=True).repeat()
+layers = tf.keras.layers
+
+
+def make_generator() -> tf.keras.Model:
+    return tf.keras.Sequential([tf.keras.Input((LATENT,)), layers.Dense(16, activation="relu"), layers.Dense(64),
+                                layers.Reshape((8, 8, 1))])
+
+
+def make_critic() -> tf.keras.Model:
+    return tf.keras.Sequential([tf.keras.Input((8, 8, 1)), layers.Conv2D(4, 3, strides=2, padding="same"),
+                                layers.LeakyReLU(0.2), layers.Flatten(), layers.Dense(1)])
+
+
+generator, critic = make_generator(), make_critic()
+g_opt, c_opt = tf.keras.optimizers.Adam(1e-3, beta_1=0.5), tf.keras.optimizers.Adam(1e-3, beta_1=0.5)
+
+
+class WassersteinGP(tf.keras.Model):
+    """The critic learns twice per generator update; its loss holds a gradient penalty."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.critic, self.generator = critic, generator
+
+    def penalty(self, real: tf.Tensor, fake: tf.Tensor) -> tf.Tensor:
+        alpha = tf.random.uniform([tf.shape(real)[0], 1, 1, 1], 0.0, 1.0)
+        mixed = real + alpha * (fake - real)
+        with tf.GradientTape() as inner:
+            inner.watch(mixed)
+            score = self.critic(mixed, training=True)
+        slopes = tf.sqrt(tf.reduce_sum(tf.square(inner.gradient(score, [mixed])[0]), axis=[1, 2, 3]))
+        return tf.reduce_mean((slopes - 1.0) ** 2)
+
+    def train_step(self, real: tf.Tensor) -> dict:
+        size = tf.shape(real)[0]
+        for _ in range(2):
+            noise = tf.random.normal((size, LATENT))
+            with tf.GradientTape() as tape:
+                fake = self.generator(noise, training=True)
+                loss = (tf.reduce_mean(self.critic(fake, training=True)) - tf.reduce_mean(self.critic(real, training=True))
+                        + 10.0 * self.penalty(real, fake))
+            c_opt.apply_gradients(zip(tape.gradient(loss, self.critic.trainable_variables), self.critic.trainable_variables))
+        with tf.GradientTape() as tape:
+            g_loss = -tf.reduce_mean(self.critic(self.generator(tf.random.normal((size, LATENT)), training=True), training=True))
+        g_opt.apply_gradients(zip(tape.gradient(g_loss, self.generator.trainable_variables), self.generator.trainable_variables))
+        return {"critic_loss": loss, "generator_loss": g_loss}
+
+
+class ConcatenatedGAN(tf.keras.Model):
+    """A discriminator learns on generated and real images in one batch, then the generator learns to fool it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.critic, self.generator = critic, generator
+        self.bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+
+    def train_step(self, real: tf.Tensor) -> dict:
+        size = tf.shape(real)[0]
+        generated = self.generator(tf.random.normal((size, LATENT)))
+        combined = tf.concat([generated, real], axis=0)
+        labels = tf.concat([tf.ones((size, 1)), tf.zeros((size, 1))], axis=0)
+        with tf.GradientTape() as tape:
+            d_loss = self.bce(labels, self.critic(combined))
+        c_opt.apply_gradients(zip(tape.gradient(d_loss, self.critic.trainable_variables), self.critic.trainable_variables))
+        with tf.GradientTape() as tape:
+            g_loss = self.bce(tf.zeros((size, 1)), self.critic(self.generator(tf.random.normal((size, LATENT)))))
+        g_opt.apply_gradients(zip(tape.gradient(g_loss, self.generator.trainable_variables), self.generator.trainable_variables))
+        return {"d_loss": d_loss, "g_loss": g_loss}
+
+
+if style in ("wgan_gp", "dcgan"):
+    gan = WassersteinGP() if style == "wgan_gp" else ConcatenatedGAN()
+    gan.compile()
+    gan.fit(real_images, steps_per_epoch=steps, epochs=1, verbose=0)
+elif style == "two_tapes":
+    bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    batches = iter(real_images)
+
+    @tf.function
+    def train_step() -> tf.Tensor:
+        real = next(batches)
+        with tf.GradientTape() as g_tape, tf.GradientTape() as c_tape:
+            fake = generator(tf.random.normal((BATCH, LATENT)), training=True)
+            real_score, fake_score = critic(real, training=True), critic(fake, training=True)
+            c_loss = bce(tf.ones_like(real_score), real_score) + bce(tf.zeros_like(fake_score), fake_score)
+            g_loss = bce(tf.ones_like(fake_score), fake_score)
+        g_opt.apply_gradients(zip(g_tape.gradient(g_loss, generator.trainable_variables), generator.trainable_variables))
+        c_opt.apply_gradients(zip(c_tape.gradient(c_loss, critic.trainable_variables), critic.trainable_variables))
+        return c_loss
+
+    for _ in range(steps):
+        train_step()
+else:
+    raise SystemExit(f"unknown style {style!r}")
+
+sha = hashlib.sha256()
+for model in (generator, critic):
+    for weight in model.weights:
+        sha.update(np.ascontiguousarray(weight.numpy()).tobytes())
+print(json.dumps({"style": style, "steps": steps, "weights": sha.hexdigest()}))
