@@ -7,10 +7,8 @@ per step, FP < BP <= Iteration End; the iteration end is one of the function's o
 BP End waits on every tape's gradients; and BP End is no earlier than the end of the
 step's last gradient kernel in the same run's task trace.
 
-The last check needs the task trace on the step trace's clock. Until the TF2 task clock
-is aligned from the probe kernels (issue 37), the task times read 25-35 µs late, and
-that check allows that much more (UNALIGNED_TASK_CLOCK_US); with the alignment it holds
-within TASK_CLOCK_US.
+The last check needs the task trace on the step trace's clock: the probe kernels in the
+trace place it to a few µs (reports.task.xspace), so it holds within TASK_CLOCK_US.
 
 A step whose points never fire (a fault injected into discovery: the iteration end a
 pruned dead-end gradient, as before the fix) is said so, at once and at exit, naming the
@@ -34,9 +32,6 @@ STEPS = 6
 WINDOW = (3, 5)
 # The issue's bound for a stamp against TensorFlow's own kernel times, once both are on one clock.
 TASK_CLOCK_US = 20.0
-# Issue 37: until the TF2 task clock is aligned from the probe kernels, task times read 25-35 µs late
-# (measured there on 2.15 and 2.21); 0 once that alignment is merged.
-UNALIGNED_TASK_CLOCK_US = 35.0
 
 
 def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dict, dict, str]:
@@ -74,8 +69,7 @@ def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path
         gradient_ends = [float(t["Task Start(us)"]) + float(t["Task Duration(us)"]) for t in tasks
                          if int(t["Iteration ID"]) == iteration and "gradient_tape/" in t["Op Name"]]
         assert gradient_ends, iteration
-        slack = TASK_CLOCK_US + UNALIGNED_TASK_CLOCK_US
-        assert bp_end[iteration] >= max(gradient_ends) - slack, (iteration, bp_end[iteration] - max(gradient_ends))
+        assert bp_end[iteration] >= max(gradient_ends) - TASK_CLOCK_US, (iteration, bp_end[iteration] - max(gradient_ends))
 
 
 def test_a_step_whose_points_never_fire_is_said_so_and_gets_rows_at_its_calls(tmp_path: Path) -> None:
