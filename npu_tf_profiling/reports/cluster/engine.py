@@ -48,6 +48,13 @@ class Engine:
     where: str
     client: Any = None  # a distributed.Client, or None for the in-process scheduler
 
+    @property
+    def workers(self) -> int:
+        """How many tasks can run at once (threads here, or over the cluster's workers)."""
+        if self.client is None:
+            return os.cpu_count() or 1
+        return max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info().get("workers", {}).values()))
+
     def map(self, func: Callable[..., T], items: Sequence[Any], *args: Any) -> list[T]:
         """``[func(item, *args) for item in items]``, each call one Dask task, results in order."""
         dask = _dask()

@@ -49,6 +49,7 @@ class RankPart:
     run_counter_models: list[int] = field(default_factory=list)  # models whose Iteration IDs are run counters
     rows: Optional[pd.DataFrame] = None  # Model ID, Step, Index + ANALYSIS_COLUMNS + the two sync columns, by (model, step)
     csv: bytes = b""  # its cluster_step_trace_time.csv lines, in ``rows``' order
+    csv_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), "int64"))  # (model, step) of each line
     n_reduce: int = 0
     traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
     layout_written: bool = False
@@ -84,6 +85,7 @@ def rank_part(prof_dir: str, device_dir: str, write_layout: bool) -> RankPart:
     table = st.compute_step_trace(frame, device.device_id, part.n_reduce)
     rows = cst.rank_rows(table)
     part.csv = cst.csv_lines(cst.as_csv_rows(rows)).encode()
+    part.csv_keys = rows[[cst.MODEL_ID, cst.STEP]].to_numpy(dtype="int64")
     sync = sync_points(table)  # in the table's order; rank_rows sorts by (model, step)
     order = np.lexsort((table.frame[st.ITERATION_ID_COL].astype("int64").to_numpy(), table.frame[st.MODEL_ID].astype("int64").to_numpy()))
     compact = rows[[cst.MODEL_ID, cst.STEP, cst.INDEX] + ANALYSIS_COLUMNS].copy()

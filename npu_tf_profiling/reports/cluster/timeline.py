@@ -55,41 +55,50 @@ class ClockAlignment:
     reason: str = ""
 
 
-def _sync_points(table: st.StepTraceTable) -> tuple[pd.DataFrame, str]:
-    """Per (rank, model, step): the moment all ranks share (last Reduce end, else Iteration End)."""
+def sync_frame(rank: np.ndarray, model: np.ndarray, step: np.ndarray, reduce_end: np.ndarray, end: np.ndarray) -> pd.DataFrame:
+    """Per (rank, model, step) row: the last all-reduce end (NaN without one) and Iteration End, µs."""
+    return pd.DataFrame({"rank": rank.astype("int64"), "model": model.astype("int64"), "step": step.astype("int64"),
+                         "reduce": reduce_end, "end": end})
+
+
+def table_sync_frame(table: st.StepTraceTable) -> pd.DataFrame:
+    """``sync_frame`` of a step-trace table (the per-rank tasks compute the same columns rank by rank)."""
+    from npu_tf_profiling.reports.cluster.rank_task import sync_points
+
+    reduce_end, end = sync_points(table)
     frame = table.frame
-    if table.n_reduce:
-        ends = np.column_stack(
-            [(table.reduce_start(k) + table.reduce_duration(k)).astype("float64").to_numpy(na_value=np.nan) for k in range(table.n_reduce)]
-        )
-        with np.errstate(invalid="ignore"):
-            last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
-        if not np.isnan(last).all():
-            return pd.DataFrame({"rank": frame[st.DEVICE_ID].astype(int), "model": frame[st.MODEL_ID].astype(int),
-                                 "step": frame[st.ITERATION_ID_COL].astype(int), "t": last}), "the last all-reduce end"
-    t = frame[st.ITERATION_END].astype("float64").to_numpy(na_value=np.nan)
-    return pd.DataFrame({"rank": frame[st.DEVICE_ID].astype(int), "model": frame[st.MODEL_ID].astype(int),
-                         "step": frame[st.ITERATION_ID_COL].astype(int), "t": t}), "Iteration End"
+    return sync_frame(frame[st.DEVICE_ID].astype("int64").to_numpy(), frame[st.MODEL_ID].astype("int64").to_numpy(),
+                      frame[st.ITERATION_ID_COL].astype("int64").to_numpy(), reduce_end, end)
 
 
 def align_clocks(data: ClusterData, mode: str = ALIGN_AUTO) -> ClockAlignment:
-    ranks = data.rank_ids
+    """``align_points`` of a loaded cluster."""
+    return align_points(data.rank_ids, data.hosts, lambda: table_sync_frame(data.table), mode)
+
+
+def align_points(ranks: list[int], hosts: list[str], points: Callable[[], pd.DataFrame], mode: str = ALIGN_AUTO) -> ClockAlignment:
+    """Each rank's clock shift (see the module docstring); ``points`` gives the ``sync_frame`` when one is needed.
+
+    The moment lined up is the last all-reduce end when any rank has one, else
+    Iteration End; each rank's shift is the median over the steps it shares
+    with the lowest rank of the difference (the first value of a repeated step).
+    """
     if mode == ALIGN_NONE:
         return ClockAlignment("none", {r: 0.0 for r in ranks}, "asked for raw clocks")
-    if mode == ALIGN_AUTO and len(data.hosts) <= 1:
-        why = "all ranks on one host: one clock" if data.hosts else "hosts unknown (no info.json host): raw clocks"
+    if mode == ALIGN_AUTO and len(hosts) <= 1:
+        why = "all ranks on one host: one clock" if hosts else "hosts unknown (no info.json host): raw clocks"
         return ClockAlignment("none", {r: 0.0 for r in ranks}, why)
-    points, what = _sync_points(data.table)
-    wide = points.pivot_table(index=["model", "step"], columns="rank", values="t", aggfunc="first")
+    frame = points()
+    column, what = ("reduce", "the last all-reduce end") if frame["reduce"].notna().any() else ("end", "Iteration End")
+    firsts = frame.groupby(["rank", "model", "step"], sort=False)[column].first().dropna()
     ref = ranks[0]
-    shifts: dict[int, float] = {}
-    for rank in ranks:
-        if rank == ref or rank not in wide.columns:
-            shifts[rank] = 0.0
-            continue
-        diff = (wide[ref] - wide[rank]).dropna()
-        shifts[rank] = float(np.round(diff.median())) if len(diff) else 0.0
-    return ClockAlignment(what, shifts, f"ranks on {len(data.hosts) or 'unknown'} host(s): shifted onto rank {ref}'s clock by the median difference of {what} over common steps")
+    wide = firsts.reset_index()
+    ref_t = wide[wide["rank"] == ref].set_index(["model", "step"])[column]
+    wide["ref"] = ref_t.reindex(pd.MultiIndex.from_frame(wide[["model", "step"]])).to_numpy()
+    wide["diff"] = wide["ref"] - wide[column]
+    medians = wide.dropna(subset=["diff"]).groupby("rank")["diff"].median()
+    shifts = {r: 0.0 if r == ref or r not in medians.index else float(np.round(medians[r])) for r in ranks}
+    return ClockAlignment(what, shifts, f"ranks on {len(hosts) or 'unknown'} host(s): shifted onto rank {ref}'s clock by the median difference of {what} over common steps")
 
 
 def _shifted(table: st.StepTraceTable, shifts: dict[int, float]) -> st.StepTraceTable:
