@@ -48,16 +48,13 @@ class RankPart:
     skipped_lines: int = 0
     run_counter_models: list[int] = field(default_factory=list)  # models whose Iteration IDs are run counters
     rows: Optional[pd.DataFrame] = None  # Model ID, Step, Index + ANALYSIS_COLUMNS + the two sync columns, by (model, step)
+    count: int = 0  # its iteration rows (``rows`` is handed on to the cross-rank table)
     csv: bytes = b""  # its cluster_step_trace_time.csv lines, in ``rows``' order
     csv_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), "int64"))  # (model, step) of each line
     n_reduce: int = 0
     traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
     layout_written: bool = False
     layout_error: Optional[str] = None
-
-    @property
-    def count(self) -> int:
-        return 0 if self.rows is None else len(self.rows)
 
     @property
     def host(self) -> Optional[str]:
@@ -92,6 +89,7 @@ def rank_part(prof_dir: str, device_dir: str, write_layout: bool) -> RankPart:
     compact[SYNC_REDUCE] = sync[0][order]
     compact[SYNC_END] = sync[1][order]
     part.rows = compact
+    part.count = len(compact)
     _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
     hit = frame[disturbed]
     part.traced_steps = frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))

@@ -49,8 +49,9 @@ class RankRef:
     device_dir: str
 
 
-def plan_files(out: Path, ranks: list[RankRef], max_rows: int = MAX_ROWS_PER_FILE) -> list[TimelineGroup]:
+def plan_files(out: Path, ranks: list[RankRef], max_rows: Optional[int] = None) -> list[TimelineGroup]:
     """The timeline files for ``ranks`` (with records), in rank order within each host (see the module docstring)."""
+    max_rows = max_rows or MAX_ROWS_PER_FILE
     ordered = sorted(ranks, key=lambda r: r.rank)
     if sum(r.rows for r in ordered) <= max_rows:
         return [TimelineGroup(str(out / ctl.JSON_NAME), tuple((r.prof_dir, r.device_dir) for r in ordered))]
