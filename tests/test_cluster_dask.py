@@ -115,3 +115,12 @@ def test_the_verdict_stays_short_at_2000_ranks():
     assert len(whole["wait"]["ranks"]) == ranks and len(whole["input"]["ranks"]) == ranks
     assert len(whole["missing_steps"]["models"]["1"]["ranks"]) == 300 + 5  # and the 5 ranks without any record
     assert len(whole["notes"]) == 50
+
+
+def test_the_local_process_pool_gives_the_same_files(tmp_path, capsys):
+    """``--scheduler processes``: Dask's local scheduler with a pool of processes (no server), same files as threads."""
+    write_cluster(tmp_path / "job", PLAN)
+    assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "threads")]) == 0
+    assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "pool"), "--scheduler", "processes"]) == 0
+    assert capsys.readouterr().out.count("SLOW RANK 4: cause input") == 2
+    assert _files(tmp_path / "threads") == _files(tmp_path / "pool")

@@ -3,8 +3,11 @@
 The pattern of NVIDIA Nsight Systems' recipes: the per-rank work is a list of
 ``dask.delayed`` tasks, the same graph whichever scheduler runs it.
 
-* No address: Dask's local threaded scheduler, inside this process (no server
-  to start; numpy and file reads release the GIL, so the cores share the work).
+* No address (or ``threads``): Dask's local threaded scheduler, inside this
+  process (no server to start; numpy and file reads release the GIL, the
+  Python parts of a rank's work do not).
+* ``processes``: Dask's local multiprocessing scheduler (still no server): a
+  pool of worker processes on this host, so the Python parts use every core.
 * ``tcp://HOST:PORT`` (``--scheduler``, or ``DASK_SCHEDULER_ADDRESS``): a
   ``distributed.Client`` hands the same tasks to that cluster's workers, which
   read the rank folders at the same path (shared storage) and send back the
@@ -23,6 +26,7 @@ from contextlib import contextmanager
 from npu_tf_profiling.reports.errors import BadInputError
 
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+LOCAL_SCHEDULERS = ("threads", "processes")
 INSTALL_HINT = "pip install 'npu_tf_profiling[cluster]' (or: pip install dask distributed)"
 CONNECT_TIMEOUT_S = 30
 
@@ -46,7 +50,8 @@ class Engine:
     """Runs lists of tasks; ``where`` says where, for the notes."""
 
     where: str
-    client: Any = None  # a distributed.Client, or None for the in-process scheduler
+    client: Any = None  # a distributed.Client, or None for a local scheduler
+    local: str = "threads"  # the local scheduler without a client
 
     @property
     def workers(self) -> int:
@@ -63,7 +68,7 @@ class Engine:
             return []
         if self.client is not None:
             return list(self.client.compute(tasks, sync=True))
-        return list(dask.compute(*tasks, scheduler="threads", num_workers=os.cpu_count() or 1))
+        return list(dask.compute(*tasks, scheduler=self.local, num_workers=os.cpu_count() or 1))
 
 
 def scheduler_address(given: Optional[str]) -> Optional[str]:
@@ -76,8 +81,10 @@ def scheduler_address(given: Optional[str]) -> Optional[str]:
 def open_engine(address: Optional[str] = None) -> Iterator[Engine]:
     """The engine for ``address`` (see ``scheduler_address``); a client is closed on the way out."""
     _dask()
-    if not address:
-        yield Engine(where="Dask's local scheduler in this process")
+    if not address or address in LOCAL_SCHEDULERS:
+        local = address or "threads"
+        where = "Dask's local scheduler in this process" if local == "threads" else "Dask's local scheduler with a process pool"
+        yield Engine(where=where, local=local)
         return
     try:
         from distributed import Client
