@@ -5,7 +5,8 @@ Subcommands:
   cluster   `npu-tf-prof cluster` on synthetic ranks (``testing.cluster_synthetic``, binary frames, one slow rank,
             4 all-reduce groups): per size, fresh rank folders each run (its first call writes every rank's
             msprof-analyze folder, which counts: a user waits for it), then
-              local  the command with Dask's in-process scheduler;
+              local  the command with Dask's in-process (threaded) scheduler;
+              pool   the command with --scheduler processes (Dask's local scheduler, a process pool);
               dask   the command with --scheduler on a 2-worker LocalCluster (worker processes, loopback);
                      memory = the command's peak + each worker's peak;
               msprof msprof-analyze 26.2 `cluster -m all` on the same ranks (.venv-msprof: `make msprof-analyze`).
@@ -15,7 +16,7 @@ Subcommands:
             imported only when asked for.
 
 Usage:
-    .venv/bin/python benchmarks/scale.py cluster [--ranks 64 1024 4096] [--steps 1000] [--runs 3] [--modes local dask msprof]
+    .venv/bin/python benchmarks/scale.py cluster [--ranks 64 1024 4096] [--steps 1000] [--runs 3] [--modes local pool dask msprof]
     .venv/bin/python benchmarks/scale.py report [ARGS...]
 """
 from __future__ import annotations
@@ -87,6 +88,14 @@ def run_local(tmp: Path, ranks: int, steps: int) -> Run:
     return Run("local", ranks, steps, wall, peak)
 
 
+def run_pool(tmp: Path, ranks: int, steps: int) -> Run:
+    """Peak memory: /usr/bin/time's maximum over the command and its pool's processes (each counted alone)."""
+    root = _fresh(tmp, ranks, steps)
+    wall, peak, out = _timed([*CLI, "cluster", str(root), "--scheduler", "processes"], tmp)
+    _check(out, ranks)
+    return Run("pool", ranks, steps, wall, peak)
+
+
 def run_dask(tmp: Path, ranks: int, steps: int) -> Run:
     from distributed import Client, LocalCluster
 
@@ -127,9 +136,9 @@ def cluster_main(argv: list[str]) -> int:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 1024, 4096])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--modes", nargs="+", default=["local", "dask", "msprof"], choices=["local", "dask", "msprof"])
+    parser.add_argument("--modes", nargs="+", default=["local", "pool", "dask", "msprof"], choices=["local", "pool", "dask", "msprof"])
     args = parser.parse_args(argv)
-    runners = {"local": run_local, "dask": run_dask, "msprof": run_msprof}
+    runners = {"local": run_local, "pool": run_pool, "dask": run_dask, "msprof": run_msprof}
     if "msprof" in args.modes and not MSPROF.exists():
         print(f"{MSPROF} is missing (make msprof-analyze): msprof left out")
         args.modes = [m for m in args.modes if m != "msprof"]

@@ -124,3 +124,22 @@ def test_the_local_process_pool_gives_the_same_files(tmp_path, capsys):
     assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "pool"), "--scheduler", "processes"]) == 0
     assert capsys.readouterr().out.count("SLOW RANK 4: cause input") == 2
     assert _files(tmp_path / "threads") == _files(tmp_path / "pool")
+
+
+def test_the_charts_page_bins_4096_ranks_and_keeps_a_slow_rank_visible():
+    from npu_tf_profiling.reports.view import cluster_section as cs
+    from npu_tf_profiling.reports.view import phases as ph
+
+    ranks, steps = 4096, 1000
+    values = np.full((ranks, steps), 1000.0)
+    values[3001, 500] = 9000.0  # one slow step on one rank
+    wide = pd.DataFrame(values, index=pd.Index(range(ranks)), columns=pd.Index(range(1, steps + 1)))
+    figure = cs.heatmap_figure(wide, "Iteration Time", ph.Binning.for_length(steps))
+    trace = figure["data"][0]
+    z = np.asarray(trace["z"])
+    assert z.shape[0] == cs.MAX_RANK_ROWS and len(trace["y"]) == cs.MAX_RANK_ROWS
+    assert z.shape[1] <= ph.MAX_POINTS
+    row = 3001 // (ranks // cs.MAX_RANK_ROWS)
+    assert trace["y"][row] == "ranks 2992-3007"
+    assert z[row].max() > z.min()  # the bin's maximum keeps the slow rank in view
+    assert "maximum of 16 ranks" in figure["layout"]["title"]["text"]
