@@ -138,22 +138,27 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     return analysis
 
 
-def write_csv(path: Path, parts: list[RankPart]) -> None:
-    """``cluster_step_trace_time.csv`` from the ranks' own lines, in (model, step, rank) order, written in chunks."""
-    keys = [(p.rank, p.csv_keys) for p in parts]
-    model = np.concatenate([k[:, 0] for _, k in keys]) if keys else np.zeros(0, "int64")
-    step = np.concatenate([k[:, 1] for _, k in keys]) if keys else np.zeros(0, "int64")
-    rank = np.concatenate([np.full(len(k), r, "int64") for r, k in keys]) if keys else np.zeros(0, "int64")
-    line_of = np.concatenate([np.arange(len(k)) for _, k in keys]) if keys else np.zeros(0, "int64")
-    part_of = np.concatenate([np.full(len(k), i) for i, (_, k) in enumerate(keys)]) if keys else np.zeros(0, "int64")
+def write_csv(path: Path, parts: list[RankPart], chunk: int = 100_000) -> None:
+    """``cluster_step_trace_time.csv`` from the ranks' own lines, in (model, step, rank) order, written in chunks.
+
+    Each rank's lines stay one bytes object with their start offsets (no Python
+    object per line, except for the ``chunk`` lines being written).
+    """
+    empty = np.zeros(0, "int64")
+    keys = [p.csv_keys for p in parts]
+    model = np.concatenate([k[:, 0] for k in keys]) if keys else empty
+    step = np.concatenate([k[:, 1] for k in keys]) if keys else empty
+    rank = np.concatenate([np.full(len(k), p.rank, "int64") for p, k in zip(parts, keys)]) if keys else empty
+    line_of = np.concatenate([np.arange(len(k)) for k in keys]) if keys else empty
+    part_of = np.concatenate([np.full(len(k), i) for i, k in enumerate(keys)]) if keys else empty
     order = np.lexsort((rank, step, model))
-    lines = [p.csv.split(b"\n")[:-1] for p in parts]
-    chunk = 100_000
+    starts = [np.concatenate([[0], np.flatnonzero(np.frombuffer(p.csv, dtype=np.uint8) == 10) + 1]) for p in parts]
+    views = [memoryview(p.csv) for p in parts]
     with AtomicFile(path, encoding=None) as out:
         out.handle.write((",".join(cst.COLUMNS) + "\n").encode())
         for lo in range(0, len(order), chunk):
             sel = order[lo:lo + chunk]
-            out.handle.write(b"\n".join([lines[i][j] for i, j in zip(part_of[sel].tolist(), line_of[sel].tolist())]) + b"\n")
+            out.handle.write(b"".join([views[i][starts[i][j]:starts[i][j + 1]] for i, j in zip(part_of[sel].tolist(), line_of[sel].tolist())]))
 
 
 def _remove_old_timelines(out: Path, groups: list[tlf.TimelineGroup]) -> None:
