@@ -17,6 +17,7 @@ step. Never imports TensorFlow.
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -34,7 +35,8 @@ from npu_tf_profiling.reports.cluster.data import (
     CLUSTER_OUTPUT_DIR, ClusterData, RankFound, check_one_folder_per_rank, load_cluster, rank_folders, rank_notes,
 )
 from npu_tf_profiling.reports.cluster.engine import Engine, batches, open_engine
-from npu_tf_profiling.reports.cluster.rank_task import ANALYSIS_COLUMNS, SYNC_END, SYNC_REDUCE, RankPart, rank_batch
+from npu_tf_profiling.reports.cluster.rank_task import SYNC_END, SYNC_REDUCE, RankPart, TaskOptions, rank_batch
+from npu_tf_profiling.reports.step import records as raw_mod
 
 
 @dataclass
@@ -74,12 +76,13 @@ def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), ali
     """Run the per-rank tasks and the cross-rank analyzers on ``scheduler`` (None: in this process); writes nothing
     of ours (``write_layouts``: the per-rank tasks write missing msprof-analyze folders)."""
     with open_engine(scheduler) as engine:
-        return _analyze(Path(root), engine, settings, align, write_layouts)
+        folders = [(str(p), str(d)) for p, d in rank_folders(root)]
+        return _analyze(Path(root), folders, engine, settings, align, TaskOptions(write_layouts=write_layouts))
 
 
-def _analyze(root: Path, engine: Engine, settings: sr.Settings, align: str, write_layouts: bool) -> ClusterAnalysis:
-    folders = [(str(p), str(d)) for p, d in rank_folders(root)]
-    found = [part for batch in engine.map(rank_batch, batches(folders, workers=engine.workers), write_layouts) for part in batch]
+def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, settings: sr.Settings, align: str,
+             options: TaskOptions) -> ClusterAnalysis:
+    found = [part for batch in engine.map(rank_batch, batches(folders, workers=engine.workers), options) for part in batch]
     claims: dict[int, list[Path]] = {}
     for part in found:
         claims.setdefault(part.rank, []).append(Path(part.device_dir))
@@ -116,8 +119,11 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     """Analyse ``root`` and write the files into ``output_dir`` (default ``root/npu_tf_prof_cluster``)."""
     root = Path(root)
     out = Path(output_dir) if output_dir is not None else root / CLUSTER_OUTPUT_DIR
+    folders = [(str(p), str(d)) for p, d in rank_folders(root)]
+    fragments = out / tlf.FRAGMENTS_DIR if not _shift_expected(folders, align) else None
     with open_engine(scheduler) as engine:
-        analysis = _analyze(root, engine, settings, align, write_layouts=True)
+        options = TaskOptions(write_layouts=True, fragments=str(fragments) if fragments else None, with_tasks=with_tasks)
+        analysis = _analyze(root, folders, engine, settings, align, options)
         csv_path = out / cst.CSV_NAME
         write_csv(csv_path, analysis.parts)
         refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.parts]
@@ -125,8 +131,12 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
             p.csv = b""
         groups = tlf.plan_files(out, refs)
         _remove_old_timelines(out, groups)
-        written = engine.map(tlf.write_group, groups, str(root), analysis.alignment, with_tasks)
-    timeline_notes = [note for _, _, notes in written for note in notes]
+        try:
+            written = engine.map(tlf.write_group, groups, str(root), analysis.alignment, with_tasks, options.fragments)
+        finally:
+            if fragments is not None:
+                shutil.rmtree(fragments, ignore_errors=True)
+    timeline_notes = [note for p in analysis.parts for note in p.timeline_notes] + [note for _, notes in written for note in notes]
     if timeline_notes:
         analysis.report.notes.extend(timeline_notes)
         analysis.report.verdict = sr.render_text(analysis.report)
@@ -134,8 +144,18 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     atomic_write_text(paths[1], analysis.report.to_json())
     atomic_write_text(paths[2], analysis.report.verdict)
     analysis.output_dir = out
-    analysis.paths = paths + [Path(path) for path, _, _ in written]
+    analysis.paths = paths + [Path(path) for path, _ in written]
     return analysis
+
+
+def _shift_expected(folders: list[tuple[str, str]], align: str) -> bool:
+    """Whether the timeline will shift clocks (``timeline.align_points``' rule), from the ranks' info.json hosts."""
+    if align == ctl.ALIGN_NONE:
+        return False
+    if align == ctl.ALIGN_REDUCE:
+        return True
+    hosts = {raw_mod.read_info(device_dir).get("host") for _, device_dir in folders}
+    return len({h for h in hosts if isinstance(h, str)}) > 1
 
 
 def write_csv(path: Path, parts: list[RankPart], chunk: int = 100_000) -> None:

@@ -55,6 +55,7 @@ class RankPart:
     traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
     layout_written: bool = False
     layout_error: Optional[str] = None
+    timeline_notes: list[str] = field(default_factory=list)  # what its timeline fragment left out
 
     @property
     def host(self) -> Optional[str]:
@@ -62,12 +63,19 @@ class RankPart:
         return value if isinstance(value, str) else None
 
 
-def rank_batch(device_dirs: list[tuple[str, str]], write_layouts: bool) -> list[RankPart]:
+@dataclass(frozen=True)
+class TaskOptions:
+    write_layouts: bool = False  # write missing or stale msprof-analyze folders
+    fragments: Optional[str] = None  # write each rank's timeline fragment into this folder (``timeline_files``)
+    with_tasks: bool = True  # task_trace tasks in the timeline
+
+
+def rank_batch(device_dirs: list[tuple[str, str]], options: TaskOptions) -> list[RankPart]:
     """The task: ``rank_part`` of each (prof_dir, device_dir) of a batch (batches keep the task count low)."""
-    return [rank_part(prof_dir, device_dir, write_layouts) for prof_dir, device_dir in device_dirs]
+    return [rank_part(prof_dir, device_dir, options) for prof_dir, device_dir in device_dirs]
 
 
-def rank_part(prof_dir: str, device_dir: str, write_layout: bool) -> RankPart:
+def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions()) -> RankPart:
     device = raw_mod.read_device(device_dir)
     part = RankPart(rank=device.device_id, prof_dir=prof_dir, device_dir=device_dir, info=device.info,
                     has_trace=device.trace is not None)
@@ -93,7 +101,13 @@ def rank_part(prof_dir: str, device_dir: str, write_layout: bool) -> RankPart:
     _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
     hit = frame[disturbed]
     part.traced_steps = frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))
-    if write_layout:
+    if options.fragments:
+        from npu_tf_profiling.reports.cluster.data import RankData
+        from npu_tf_profiling.reports.cluster.timeline_files import write_fragment
+
+        rank = RankData(device.device_id, Path(prof_dir), Path(device_dir), device.info, device.trace)
+        part.timeline_notes = write_fragment(options.fragments, rank, table, options.with_tasks)
+    if options.write_layouts:
         _write_layout(part, device, table)
     return part
 

@@ -282,6 +282,12 @@ def _rank_label(rank: RankData) -> str:
 
 def cluster_timeline_json(data: ClusterData, alignment: ClockAlignment, with_tasks: bool = True) -> tuple[str, int, list[str]]:
     """The merged timeline as JSON text (a Chrome trace array), its event count, and notes on what was left out."""
+    events, notes = cluster_timeline_events(data, alignment, with_tasks)
+    return "[" + ",".join(events) + "]\n", len(events), notes
+
+
+def cluster_timeline_events(data: ClusterData, alignment: ClockAlignment, with_tasks: bool = True) -> tuple[list[str], list[str]]:
+    """The merged timeline's events, each as JSON text, and notes on what was left out."""
     table = _shifted(data.table, alignment.shifts_us)
     meta, spans, next_tid = _step_trace_json(table, {r.rank: _rank_label(r) for r in data.ranks})
     encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
@@ -302,5 +308,4 @@ def cluster_timeline_json(data: ClusterData, alignment: ClockAlignment, with_tas
                 tids = [e["tid"] for e in events if isinstance(e.get("tid"), int)]
                 if tids:
                     next_tid[rank.rank] = max(tids) + 1
-    parts = meta + spans + extra
-    return "[" + ",".join(parts) + "]\n", len(parts), notes
+    return meta + spans + extra, notes

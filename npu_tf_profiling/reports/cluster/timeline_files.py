@@ -10,10 +10,12 @@ Chrome tracing gives up on JSON of a few hundred MB and Perfetto's UI at about
   most of step trace), each a whole trace on the same shifted clock, so a
   host's part opens on its own and files of several hosts can be loaded together.
 
-Each file is written by one Dask task (``engine``) that reads its ranks'
-raw data again: the per-rank results that reach the cross-rank step are only
-compact columns, and reading a rank's frames again costs less than shipping
-its events.
+A file holds its ranks one after the other (each rank's metadata, spans,
+clock label, tasks). The per-rank task (``rank_task``) writes each rank's
+events, unshifted, as a fragment file when no clock shift is expected (one
+host, or ``--align none``); one Dask task per timeline file then joins its
+ranks' fragments, or reads a rank's raw data again when its clock is shifted.
+Events never travel to the cross-rank step, which holds compact columns only.
 """
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.raw_format.atomic import AtomicFile, atomic_write_text
 from npu_tf_profiling.reports.cluster import timeline as ctl
-from npu_tf_profiling.reports.cluster.data import load_ranks
+from npu_tf_profiling.reports.cluster.data import ClusterData, RankData, load_ranks
+from npu_tf_profiling.reports.step import table as st
 
 FOLDER_NAME = "cluster_timeline"
+FRAGMENTS_DIR = ".cluster_timeline_fragments"  # inside the output folder, removed when the files are written
 # ~1.3 KB of JSON per iteration row of step trace (4 all-reduce groups): 150,000 rows are about 200 MB, CANN's slice size.
 MAX_ROWS_PER_FILE = 150_000
 UNKNOWN_HOST = "unknown-host"
@@ -37,6 +41,7 @@ class TimelineGroup:
     """One timeline file: its ranks' folders and where it goes."""
 
     path: str
+    ranks: tuple[int, ...]
     folders: tuple[tuple[str, str], ...]  # (prof_dir, device_dir) per rank
 
 
@@ -54,7 +59,7 @@ def plan_files(out: Path, ranks: list[RankRef], max_rows: Optional[int] = None) 
     max_rows = max_rows or MAX_ROWS_PER_FILE
     ordered = sorted(ranks, key=lambda r: r.rank)
     if sum(r.rows for r in ordered) <= max_rows:
-        return [TimelineGroup(str(out / ctl.JSON_NAME), tuple((r.prof_dir, r.device_dir) for r in ordered))]
+        return [_group(out / ctl.JSON_NAME, ordered)]
     by_host: dict[str, list[RankRef]] = {}
     for ref in ordered:
         by_host.setdefault(ref.host or UNKNOWN_HOST, []).append(ref)
@@ -64,21 +69,52 @@ def plan_files(out: Path, ranks: list[RankRef], max_rows: Optional[int] = None) 
         for ref in refs + [None]:  # None closes the last chunk
             if chunk and (ref is None or sum(r.rows for r in chunk) + ref.rows > max_rows):
                 name = f"{_safe(host)}_ranks_{chunk[0].rank}-{chunk[-1].rank}.json"
-                groups.append(TimelineGroup(str(out / FOLDER_NAME / name), tuple((r.prof_dir, r.device_dir) for r in chunk)))
+                groups.append(_group(out / FOLDER_NAME / name, chunk))
                 chunk = []
             if ref is not None:
                 chunk.append(ref)
     return groups
 
 
+def _group(path: Path, refs: list[RankRef]) -> TimelineGroup:
+    return TimelineGroup(str(path), tuple(r.rank for r in refs), tuple((r.prof_dir, r.device_dir) for r in refs))
+
+
 def _safe(host: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", host) or UNKNOWN_HOST
 
 
-def write_group(group: TimelineGroup, root: str, alignment: ctl.ClockAlignment, with_tasks: bool) -> tuple[str, int, list[str]]:
-    """The task: read the group's ranks, write its timeline file; (path, event count, notes on what was left out)."""
-    data = load_ranks(root, [(Path(p), Path(d)) for p, d in group.folders])
-    shifts = {r: alignment.shifts_us.get(r, 0.0) for r in data.rank_ids}
-    text, count, notes = ctl.cluster_timeline_json(data, ctl.ClockAlignment(alignment.mode, shifts, alignment.reason), with_tasks)
-    atomic_write_text(Path(group.path), text)
-    return group.path, count, notes
+def fragment_path(fragments: str, rank: int) -> Path:
+    return Path(fragments) / f"rank_{rank}.json-part"
+
+
+def write_fragment(fragments: str, rank: RankData, table: st.StepTraceTable, with_tasks: bool) -> list[str]:
+    """One rank's unshifted events, comma-joined, into its fragment file; notes on what was left out."""
+    data = ClusterData(root=rank.prof_dir, ranks=[rank], empty_ranks=[], table=table)
+    events, notes = ctl.cluster_timeline_events(data, ctl.ClockAlignment("none", {rank.rank: 0.0}), with_tasks)
+    atomic_write_text(fragment_path(fragments, rank.rank), ",".join(events))
+    return notes
+
+
+def write_group(group: TimelineGroup, root: str, alignment: ctl.ClockAlignment, with_tasks: bool,
+                fragments: Optional[str]) -> tuple[str, list[str]]:
+    """The task: one timeline file from its ranks' fragments, or their raw data when shifted; (path, notes)."""
+    notes: list[str] = []
+    with AtomicFile(Path(group.path)) as out:
+        out.handle.write("[")
+        first = True
+        for rank, folder in zip(group.ranks, group.folders):
+            shift = alignment.shifts_us.get(rank, 0.0)
+            fragment = fragment_path(fragments, rank) if fragments else None
+            if fragment is not None and not shift and fragment.is_file():
+                text = fragment.read_text(encoding="utf-8")
+            else:
+                data = load_ranks(root, [(Path(folder[0]), Path(folder[1]))])
+                events, rank_notes = ctl.cluster_timeline_events(data, ctl.ClockAlignment(alignment.mode, {rank: shift}, alignment.reason), with_tasks)
+                text = ",".join(events)
+                notes.extend(rank_notes)
+            if text:
+                out.handle.write(text if first else "," + text)
+                first = False
+        out.handle.write("]\n")
+    return group.path, notes
