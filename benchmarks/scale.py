@@ -11,14 +11,16 @@ Subcommands:
                      the cluster analysis alone (read, formulas, CSV, verdict, timeline);
               dask   the command with --scheduler on a 2-worker LocalCluster (worker processes, loopback);
                      memory = the command's peak + each worker's peak;
-              msprof msprof-analyze 26.2 `cluster -m all` on the same ranks (.venv-msprof: `make msprof-analyze`).
+              msprof msprof-analyze 26.2 `cluster -m all` on the same ranks (.venv-msprof: `make msprof-analyze`);
+              chain  for the big sizes, one set of fresh folders: local (first call), again, msprof in a row,
+                     reported as those three modes (one data generation, one expensive first call).
             Each figure is the command's wall time and peak RSS (/usr/bin/time, or the workers' getrusage).
             Prints a Markdown table and the log-log slope of time and memory against ranks x steps.
   report    the single-device `report` sizes: dispatches to benchmarks/scale_report.py's main(argv) (issue 39 part A),
             imported only when asked for.
 
 Usage:
-    .venv/bin/python benchmarks/scale.py cluster [--ranks 64 1024 4096] [--steps 1000] [--runs 3] [--modes local pool again dask msprof]
+    .venv/bin/python benchmarks/scale.py cluster [--ranks 64 1024 4096] [--steps 1000] [--runs 3] [--modes local pool again dask msprof chain]
     .venv/bin/python benchmarks/scale.py report [ARGS...]
 """
 from __future__ import annotations
@@ -134,6 +136,23 @@ def run_msprof(tmp: Path, ranks: int, steps: int) -> Run:
     return Run("msprof", ranks, steps, wall, peak)
 
 
+def run_chain(tmp: Path, ranks: int, steps: int) -> list[Run]:
+    root = _fresh(tmp, ranks, steps)
+    runs = []
+    for mode in ("local", "again"):
+        wall, peak, out = _timed([*CLI, "cluster", str(root)], tmp)
+        _check(out, ranks)
+        runs.append(Run(mode, ranks, steps, wall, peak))
+        print(f"  {mode}: {wall:.1f} s, {peak:.0f} MB", flush=True)
+    if MSPROF.exists():
+        out_dir = tmp / f"msprof_{ranks}x{steps}"
+        wall, peak, _ = _timed([str(MSPROF), "cluster", "-d", str(root), "-m", "all", "-o", str(out_dir)], tmp)
+        runs.append(Run("msprof", ranks, steps, wall, peak))
+        print(f"  msprof: {wall:.1f} s, {peak:.0f} MB", flush=True)
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return runs
+
+
 def slope(xs: list[float], ys: list[float]) -> float:
     """The slope of log(y) against log(x): 1 is linear growth."""
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
@@ -144,7 +163,7 @@ def cluster_main(argv: list[str]) -> int:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 1024, 4096])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--modes", nargs="+", default=["local", "pool", "dask", "msprof"], choices=["local", "pool", "again", "dask", "msprof"])
+    parser.add_argument("--modes", nargs="+", default=["local", "pool", "dask", "msprof"], choices=["local", "pool", "again", "dask", "msprof", "chain"])
     args = parser.parse_args(argv)
     runners = {"local": run_local, "pool": run_pool, "again": run_again, "dask": run_dask, "msprof": run_msprof}
     if "msprof" in args.modes and not MSPROF.exists():
@@ -158,6 +177,9 @@ def cluster_main(argv: list[str]) -> int:
             print(f"{ranks} ranks x {args.steps} steps: {size:.1f} MB raw (binary frames), {os.cpu_count()} CPUs", flush=True)
             for mode in args.modes:
                 for _ in range(args.runs):
+                    if mode == "chain":
+                        runs.extend(run_chain(tmp, ranks, args.steps))
+                        continue
                     run = runners[mode](tmp, ranks, args.steps)
                     print(f"  {mode}: {run.wall_s:.1f} s, {run.peak_mb:.0f} MB", flush=True)
                     runs.append(run)
@@ -165,15 +187,20 @@ def cluster_main(argv: list[str]) -> int:
     print("\n| mode | ranks | steps | runs: wall s | median s | runs: peak MB | median MB |")
     print("|---|--:|--:|---|--:|---|--:|")
     medians: dict[str, list[tuple[int, float, float]]] = {}
-    for mode in args.modes:
+    shown = [m for m in ("local", "pool", "again", "dask", "msprof") if any(r.mode == m for r in runs)]
+    for mode in shown:
         for ranks in args.ranks:
             mine = [r for r in runs if r.mode == mode and r.ranks == ranks]
+            if not mine:
+                continue
             wall, peak = statistics.median(r.wall_s for r in mine), statistics.median(r.peak_mb for r in mine)
             medians.setdefault(mode, []).append((ranks * args.steps, wall, peak))
             print(f"| {mode} | {ranks:,} | {args.steps:,} | {', '.join(f'{r.wall_s:.1f}' for r in mine)} | {wall:.1f} | "
                   f"{', '.join(f'{r.peak_mb:.0f}' for r in mine)} | {peak:.0f} |")
     if len(args.ranks) > 1:
         for mode, points in medians.items():
+            if len(points) < 2:
+                continue
             xs = [p[0] for p in points]
             print(f"{mode}: log-log slope against ranks x steps: time {slope(xs, [p[1] for p in points]):.2f}, "
                   f"memory {slope(xs, [p[2] for p in points]):.2f}")
