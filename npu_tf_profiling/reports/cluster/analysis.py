@@ -32,7 +32,7 @@ from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import timeline_files as tlf
 from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.cluster.data import (
-    CLUSTER_OUTPUT_DIR, ClusterData, RankFound, check_one_folder_per_rank, load_cluster, rank_folders, rank_notes,
+    CLUSTER_OUTPUT_DIR, ClusterData, RankFound, RankSet, check_one_folder_per_rank, load_cluster, rank_folders, rank_notes,
 )
 from npu_tf_profiling.reports.cluster.engine import Engine, batches, open_engine
 from npu_tf_profiling.reports.cluster.rank_task import SYNC_END, SYNC_REDUCE, RankPart, TaskOptions, rank_batch
@@ -40,10 +40,10 @@ from npu_tf_profiling.reports.step import records as raw_mod
 
 
 @dataclass
-class ClusterAnalysis:
+class ClusterAnalysis(RankSet):
     root: Path
-    parts: list[RankPart]  # ranks with iteration records, by rank (their ``rows`` moved into ``rows``)
-    empty_parts: list[RankPart]  # rank folders without any record
+    ranks: list[RankPart]  # ranks with iteration records, by rank (their ``rows`` moved into ``rows``)
+    empty_ranks: list[RankPart]  # rank folders without any record
     rows: pd.DataFrame  # per (model, step, rank): Model ID, Step, Index and ANALYSIS_COLUMNS
     report: sr.SlowRankReport
     alignment: ctl.ClockAlignment
@@ -53,18 +53,6 @@ class ClusterAnalysis:
     paths: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     layout_notes: list[str] = field(default_factory=list)  # the msprof-analyze folders written for missing ranks
-
-    @property
-    def rank_ids(self) -> list[int]:
-        return [p.rank for p in self.parts]
-
-    @property
-    def all_rank_ids(self) -> list[int]:
-        return sorted(self.rank_ids + [p.rank for p in self.empty_parts])
-
-    @property
-    def hosts(self) -> list[str]:
-        return sorted({p.host for p in self.parts if p.host})
 
     def load_data(self) -> ClusterData:
         """Every rank's step table in this process (the view's per-phase medians); not used by the analysis."""
@@ -108,7 +96,7 @@ def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, setting
         notes.append(f"timeline clocks aligned ({alignment.reason}): {shifts}")
     traced = frozenset().union(*(p.traced_steps for p in parts))
     report = sr.analyze(rows, sorted(p.rank for p in found), hosts=hosts, notes=notes, settings=settings, left_out=traced)
-    analysis = ClusterAnalysis(root=root, parts=parts, empty_parts=empty, rows=rows, report=report, alignment=alignment,
+    analysis = ClusterAnalysis(root=root, ranks=parts, empty_ranks=empty, rows=rows, report=report, alignment=alignment,
                                engine=engine.where, traced_steps=traced, notes=notes)
     analysis.layout_notes = _layout_notes(found)
     return analysis
@@ -125,9 +113,9 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
         options = TaskOptions(write_layouts=True, fragments=str(fragments) if fragments else None, with_tasks=with_tasks)
         analysis = _analyze(root, folders, engine, settings, align, options)
         csv_path = out / cst.CSV_NAME
-        write_csv(csv_path, analysis.parts)
-        refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.parts]
-        for p in analysis.parts:
+        write_csv(csv_path, analysis.ranks)
+        refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.ranks]
+        for p in analysis.ranks:
             p.csv = b""
         groups = tlf.plan_files(out, refs)
         _remove_old_timelines(out, groups)
@@ -136,7 +124,7 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
         finally:
             if fragments is not None:
                 shutil.rmtree(fragments, ignore_errors=True)
-    timeline_notes = [note for p in analysis.parts for note in p.timeline_notes] + [note for _, notes in written for note in notes]
+    timeline_notes = [note for p in analysis.ranks for note in p.timeline_notes] + [note for _, notes in written for note in notes]
     if timeline_notes:
         analysis.report.notes.extend(timeline_notes)
         analysis.report.verdict = sr.render_text(analysis.report)

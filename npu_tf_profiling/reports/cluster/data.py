@@ -26,7 +26,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pandas as pd
 
@@ -71,15 +71,11 @@ class RankData:
         return 0 if self.trace is None else len(self.trace.frame)
 
 
-@dataclass
-class ClusterData:
-    """Every rank found under ``root``; ``table`` holds the ranks that have records."""
+class RankSet:
+    """Rank numbers and hosts of ``ranks`` (with records) and ``empty_ranks``: a loaded cluster and an analysis share them."""
 
-    root: Path
-    ranks: list[RankData]  # with iteration records, by rank
-    empty_ranks: list[RankData]  # device folders without any record (killed early, trace off...)
-    table: st.StepTraceTable
-    notes: list[str] = field(default_factory=list)
+    ranks: Sequence[Any]  # each with .rank and .host
+    empty_ranks: Sequence[Any]
 
     @property
     def rank_ids(self) -> list[int]:
@@ -90,12 +86,23 @@ class ClusterData:
         return sorted(self.rank_ids + [r.rank for r in self.empty_ranks])
 
     @property
-    def skipped_lines(self) -> int:
-        return sum(r.trace.skipped_count for r in self.ranks + self.empty_ranks if r.trace is not None)
-
-    @property
     def hosts(self) -> list[str]:
         return sorted({r.host for r in self.ranks if r.host})
+
+
+@dataclass
+class ClusterData(RankSet):
+    """Every rank found under ``root``; ``table`` holds the ranks that have records."""
+
+    root: Path
+    ranks: list[RankData]  # with iteration records, by rank
+    empty_ranks: list[RankData]  # device folders without any record (killed early, trace off...)
+    table: st.StepTraceTable
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(r.trace.skipped_count for r in [*self.ranks, *self.empty_ranks] if r.trace is not None)
 
     def task_traced_steps(self) -> frozenset[tuple[int, int]]:
         """``(model_id, step)`` of every step task_trace disturbed on some rank (``task.traced``: a
