@@ -32,10 +32,10 @@ def start_tf2_profiling(profiling_options: Any = None, enable_profiling: bool = 
 
 
 def _build_reports(prof_dir: Path) -> Any:
-    """The reports' entry point, handed to the runtime (which must not import the reports room)."""
-    from npu_tf_profiling.reports.writer import write_all_reports
+    """The reports' entry point, handed to the runtime (which must not import the reports room); bounded for long runs."""
+    from npu_tf_profiling.reports.job_reports import build_job_reports
 
-    return write_all_reports(prof_dir)
+    return build_job_reports(prof_dir)
 
 
 _install_session_integration(_build_reports)

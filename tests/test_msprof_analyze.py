@@ -188,3 +188,22 @@ def test_compare_two_runs(two_runs, layout, tmp_path):
     log = run_msprof_analyze("compare", "-d", other, "-bp", base, "-o", tmp_path / "compare", cwd=tmp_path)
     assert problems(log) == []
     assert list((tmp_path / "compare").glob("performance_comparison_result_*.xlsx"))
+
+
+def test_long_ranks_database_only_folders_give_the_same_step_table(tmp_path, monkeypatch):
+    """A long rank's folder holds only what the cluster analysis reads in db mode (issue 39): still the same table."""
+    from npu_tf_profiling.reports.msprof import writer as msprof_writer
+
+    out = tmp_path / "output"
+    write_cluster(out, ClusterPlan(ranks=2, steps=STEPS))
+    monkeypatch.setattr(msprof_writer, "TEXT_LAYOUT_MAX_EVENTS", 1)  # every rank is "long"
+    assert main(["report", str(out)]) == 0
+    folders = sorted(out.glob("*_ascend_pt"))
+    assert len(folders) == 2 and not list(out.rglob("trace_view.json")) and not list(out.rglob("step_trace_time.csv"))
+    ours = our_step_rows(out, tmp_path / "ours")
+    log = run_msprof_analyze("cluster", "-d", out, "-m", "all", "-o", tmp_path / "msprof", cwd=tmp_path)
+    assert "2 ranks, data type: db, profiling type: pytorch" in log, log
+    assert problems(log) == []
+    with sqlite3.connect(tmp_path / "msprof" / "cluster_analysis_output" / "cluster_analysis.db") as conn:
+        rows = conn.execute(f"SELECT step, type, [index], {', '.join(DB_COLUMNS)} FROM ClusterStepTraceTime").fetchall()
+    assert_equal_rows({(int(r[0]), int(r[2])): dict(zip(COMPARED, map(float, r[3:]))) for r in rows}, ours)

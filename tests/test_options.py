@@ -48,6 +48,7 @@ TABLE: dict[str, tuple[list, list]] = {
     "apply_to": (["task_trace", "all"], ["training_trace", "ALL", "", 1]),
     # absolute paths only here: a relative one is made absolute (test_view.py checks that)
     "tensorboard": (["/tmp/tb", "/tmp/logs/run 1"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/\x7f"]),
+    "timeline_slice_mb": ([1, 200, 2048, "300"], [0, 2049, -1, 1.5, "", "x", True, None]),
 }
 
 

@@ -161,6 +161,8 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("stop_step", validate_step, True, "ours: MindSpore-style window stop (1-based iteration, inclusive)"),
     OptionSpec("apply_to", choice(*APPLY_TO_VALUES), True, "ours: what the window limits: task_trace (default) or all"),
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
+    OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
+               "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

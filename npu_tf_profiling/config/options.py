@@ -70,6 +70,8 @@ class ProfilingOptions:
     apply_to: str | None = None
     # Ours: a TensorBoard logdir the reports also write the step phases into (absolute once validated).
     tensorboard: str | None = None
+    # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
+    timeline_slice_mb: int | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Optional
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.atomic import atomic_write_text
-from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.errors import NothingFoundError
+from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, load_prof_dir, report_timestamp
-from npu_tf_profiling.reports.step.timeline import step_trace_events
+from npu_tf_profiling.reports.step.table import write_step_trace_csv
+from npu_tf_profiling.reports.step.timeline import write_step_trace_json
+from npu_tf_profiling.reports.trace_slices import DEFAULT_SLICE_BYTES, MIB
 
 STEP_TRACE_STEM = "step_trace"
 
@@ -33,13 +34,12 @@ def step_trace_paths(prof_dir: Path | str, timestamp: str) -> tuple[Path, Path]:
     return out / f"{STEP_TRACE_STEM}_{timestamp}.csv", out / f"{STEP_TRACE_STEM}_{timestamp}.json"
 
 
-def write_step_trace_files(data: ProfData, timestamp: Optional[str] = None) -> list[Path]:
-    """Write the reports of already-loaded data; returns [csv, json]."""
+def write_step_trace_files(data: ProfData, timestamp: Optional[str] = None, slice_bytes: int = DEFAULT_SLICE_BYTES) -> list[Path]:
+    """Write the reports of already-loaded data; returns [csv, json] (or [csv, json slices...] for a long run)."""
     ts = check_timestamp(timestamp) if timestamp is not None else report_timestamp(data.prof_dir)
     csv_path, json_path = step_trace_paths(data.prof_dir, ts)
-    atomic_write_text(csv_path, data.table.to_csv())
-    atomic_write_text(json_path, chrome_trace.dumps_events(step_trace_events(data.table)))
-    return [csv_path, json_path]
+    write_step_trace_csv(data.table, csv_path)
+    return [csv_path] + write_step_trace_json(data.table, json_path.parent, json_path.name, STEP_TRACE_STEM, ts, slice_bytes)
 
 
 def write_step_trace_reports(prof_dir: Path | str, timestamp: Optional[str] = None) -> list[Path]:
@@ -53,25 +53,12 @@ def write_step_trace_reports(prof_dir: Path | str, timestamp: Optional[str] = No
     return write_step_trace_files(load_prof_dir(prof_dir), timestamp)
 
 
-class ReportPaths(list):
-    """The written files (a plain ``list[Path]``) plus ``notes``: lines a user should see.
-
-    Notes say how many tasks each device had and what was skipped, and when
-    the msprof timeline was split into several files under its size budget.
-    """
-
-    def __init__(self, paths: Optional[list[Path]] = None, notes: Optional[list[str]] = None) -> None:
-        super().__init__(paths or [])
-        self.notes: list[str] = list(notes or [])
-        self.timings: dict[str, float] = {}  # seconds per phase of the task files (benchmarks)
-        self.layout_folders: list[Path] = []  # the ranks' msprof-analyze / MindStudio Insight folders
-
-
 def write_all_reports(
     prof_dir: Path | str,
     timestamp: Optional[str] = None,
     *,
     timeline_budget_bytes: Optional[int] = None,
+    slice_bytes: Optional[int] = None,
 ) -> ReportPaths:
     """(Re)build every report of one PROF folder from its raw data; the runtime calls this at close.
 
@@ -79,7 +66,9 @@ def write_all_reports(
     plus, when some device has a ``task_trace.bin``: ``task_time_<ts>.csv``,
     ``op_summary_<ts>.csv``, ``op_statistic_<ts>.csv`` and ``msprof_<ts>.json``
     (or ``msprof_<ts>_1.json``, ``_2``... when larger than
-    ``timeline_budget_bytes``, default 200 MiB); and, beside the PROF folder,
+    ``timeline_budget_bytes``, default 200 MiB); ``step_trace_<ts>.json`` is
+    sliced above ``slice_bytes`` (default: the run's ``timeline_slice_mb``
+    option, else 200 MiB; ``trace_slices``); and, beside the PROF folder,
     each rank's msprof-analyze / MindStudio Insight folder (``reports.msprof``,
     ``docs/msprof_layout.md``; in ``.layout_folders``); and with the
     ``"tensorboard"`` option, the step phases as TensorBoard scalars in that
@@ -100,7 +89,12 @@ def write_all_reports(
         if not task_reports.has_task_data(prof_dir):
             raise
         data = None
-    out = ReportPaths(write_step_trace_files(data, ts) if data is not None else [])
+    if slice_bytes is None:
+        slice_bytes = DEFAULT_SLICE_BYTES if data is None else _option_slice_bytes(data)
+    out = ReportPaths(write_step_trace_files(data, ts, slice_bytes) if data is not None else [])
+    if len(out) > 2:
+        out.notes.append(f"step trace timeline: {len(out) - 1} slices of at most {slice_bytes / MIB:g} MiB "
+                         f"({out[1].name} ... {out[-1].name}), split between iterations; each opens on its own")
     if task_reports.has_task_data(prof_dir):
         budget = msprof_timeline.DEFAULT_BUDGET_BYTES if timeline_budget_bytes is None else timeline_budget_bytes
         result = task_reports.write_task_files(prof_dir, data, ts, budget)
@@ -110,9 +104,19 @@ def write_all_reports(
     elif data is not None:
         out.notes.extend(task_reports.untraced_notes(data))
     if data is not None:
-        out.layout_folders = _write_msprof_layouts(data)
+        out.layout_folders = _write_msprof_layouts(data, out.notes)
         _write_tensorboard_runs(data, out)
     return out
+
+
+def _option_slice_bytes(data: ProfData) -> int:
+    """The ``timeline_slice_mb`` option the run was profiled with (info.json), in bytes; CANN's default without one."""
+    for device in data.devices:
+        options = device.info.get("options")
+        value = options.get("timeline_slice_mb") if isinstance(options, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value * MIB
+    return DEFAULT_SLICE_BYTES
 
 
 def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
@@ -138,7 +142,7 @@ def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
                      f"open with: tensorboard --logdir {logdirs[0]}")
 
 
-def _write_msprof_layouts(data: ProfData) -> list[Path]:
+def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:
     """The msprof-analyze / MindStudio Insight folders (``reports.msprof``); a failure there is a warning.
 
     Our own reports are already written by then and stay valid, so an error in
@@ -147,7 +151,7 @@ def _write_msprof_layouts(data: ProfData) -> list[Path]:
     from npu_tf_profiling.reports.msprof.writer import write_prof_dir_layouts
 
     try:
-        return write_prof_dir_layouts(data)
+        return write_prof_dir_layouts(data, notes)
     except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user their reports
         warnings.warn(f"{data.prof_dir}: msprof-analyze layout not written: {exc!r}", RuntimeWarning, stacklevel=3)
         return []

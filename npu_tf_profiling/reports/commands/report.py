@@ -2,7 +2,8 @@
 
 That is the step_trace CSV/JSON and, when the folder has task_trace data,
 task_time/op_summary/op_statistic CSVs and the msprof timeline (split into
-numbered files above ``--timeline-max-mb``). PATH is a PROF_* folder or an
+numbered files above ``--timeline-max-mb``); a step_trace timeline larger
+than ``--slice-mb`` is sliced as CANN slices its own (``trace_slices``). PATH is a PROF_* folder or an
 output folder holding several (each is reported). Prints the written files,
 one path per line, on stdout; notes (tasks and skipped nodes per device, a
 split timeline, each rank's msprof-analyze / MindStudio Insight folder),
@@ -20,6 +21,7 @@ from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
 from npu_tf_profiling.reports.commands.common import for_each_prof_dir
 from npu_tf_profiling.reports.errors import BadInputError
 from npu_tf_profiling.reports.prof_dir import check_timestamp
+from npu_tf_profiling.reports.trace_slices import MIB, MIN_SLICE_BYTES
 from npu_tf_profiling.reports.writer import write_all_reports
 
 PROG = "npu-tf-prof report"
@@ -39,6 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=200.0,
         help="largest msprof_<ts>.json; bigger timelines are split into msprof_<ts>_1.json, _2... (default: 200)",
     )
+    parser.add_argument(
+        "--slice-mb",
+        metavar="MiB",
+        type=float,
+        default=None,
+        help="largest step_trace_<ts>.json; a longer run's timeline is sliced as CANN does, into "
+        "step_trace_slice_<n>_<ts>.json split between iterations (default: the run's timeline_slice_mb option, else 200)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,9 +62,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{PROG}: error: --timeline-max-mb must be at least 0.0625 (64 KiB)\n")
         return EXIT_BAD_INPUT
     budget = int(args.timeline_max_mb * 1024 * 1024)
+    if args.slice_mb is not None and not args.slice_mb >= MIN_SLICE_BYTES / MIB:  # also rejects nan
+        sys.stderr.write(f"{PROG}: error: --slice-mb must be at least {MIN_SLICE_BYTES / MIB:g} (64 KiB)\n")
+        return EXIT_BAD_INPUT
+    slice_bytes = None if args.slice_mb is None else int(args.slice_mb * MIB)
 
     def work(prof_dir: Path) -> list[Path]:
-        paths = write_all_reports(prof_dir, args.timestamp, timeline_budget_bytes=budget)
+        paths = write_all_reports(prof_dir, args.timestamp, timeline_budget_bytes=budget, slice_bytes=slice_bytes)
         for p in paths:
             sys.stdout.write(f"{p}\n")
         for note in paths.notes:

@@ -13,8 +13,9 @@ step table and its recipes read it beside the profiler database:
 """
 from __future__ import annotations
 
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from npu_tf_profiling.reports.msprof import comm_names
 from npu_tf_profiling.reports.msprof.db_schema import ANALYSIS_TABLES, write_database
@@ -22,17 +23,20 @@ from npu_tf_profiling.reports.msprof.rank_model import RankModel
 from npu_tf_profiling.reports.msprof.step_trace_time import step_values
 
 
-def analysis_db_rows(model: RankModel) -> dict[str, list[tuple[Any, ...]]]:
+def analysis_db_rows(model: RankModel) -> dict[str, Iterable[tuple[Any, ...]]]:
+    """The two tables' rows, streamed from the columns (a million-step run has a million of each)."""
     values = step_values(model.steps)
-    step_rows = [(str(row[0]), *(int(v) for v in row[1:])) for row in values.itertuples(index=False)]
+    columns = [values[c].to_numpy(dtype="int64").tolist() for c in values.columns]
+    step_rows = zip(map(str, columns[0]), *columns[1:])
     group = comm_names.group_hash(comm_names.WORLD_GROUP)
-    comm_rows = []
-    for op in model.comm_ops.itertuples(index=False):
-        elapse_ms = (float(op.end_us) - float(op.start_us)) / 1000.0
-        comm_rows.append(
-            (comm_names.op_name(int(op.model_id), int(op.step), int(op.group)), group, float(op.start_us), elapse_ms,
-             elapse_ms, 0.0, 0.0, 0.0, comm_names.step_key(int(op.step)), comm_names.COLLECTIVE)
-        )
+    ops = model.comm_ops
+    start_us = ops["start_us"].to_numpy(dtype="float64")
+    elapse_ms = ((ops["end_us"].to_numpy(dtype="float64") - start_us) / 1000.0).tolist()
+    model_ids, steps, groups = (ops[c].to_numpy(dtype="int64").tolist() for c in ("model_id", "step", "group"))
+    comm_rows = zip(
+        map(comm_names.op_name, model_ids, steps, groups), repeat(group), start_us.tolist(), elapse_ms, elapse_ms,
+        repeat(0.0), repeat(0.0), repeat(0.0), map(comm_names.step_key, steps), repeat(comm_names.COLLECTIVE),
+    )
     return {"StepTraceTime": step_rows, "CommAnalyzerTime": comm_rows}
 
 

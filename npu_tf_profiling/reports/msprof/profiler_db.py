@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from itertools import chain, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -56,11 +57,10 @@ from npu_tf_profiling.reports.msprof.rank_model import (
     START_US,
     RankModel,
     is_communication_task,
-    us_to_ns,
 )
 
 MEMCPY_TASK_TYPE = "MEMCPY_ASYNC"
-Rows = dict[str, list[tuple[Any, ...]]]  # table -> its rows
+Rows = dict[str, Iterable[tuple[Any, ...]]]  # table -> its rows (streamed: iterators over the columns)
 
 
 def host_uid(host: str) -> str:
@@ -68,20 +68,21 @@ def host_uid(host: str) -> str:
     return str(int.from_bytes(hashlib.sha256(host.encode("utf-8")).digest()[:8], "big") >> 1)
 
 
+def _ns(values_us: np.ndarray) -> np.ndarray:
+    """Whole-µs floats to int64 ns, exactly as ``us_to_ns`` (half-way values round to even, like ``round``)."""
+    return np.rint(values_us).astype(np.int64) * 1000
+
+
 def _steps(model: RankModel, strings: StringIds, rows: Rows) -> None:
     tid = model.pid << 32
-    for step, start, end in zip(
-        model.steps[cst.STEP].to_numpy(dtype="int64"),
-        model.steps[START_US].to_numpy(dtype="float64"),
-        model.steps[END_US].to_numpy(dtype="float64"),
-    ):
-        if np.isnan(start) or np.isnan(end):
-            continue
-        rows["STEP_TIME"].append((int(step), us_to_ns(start), us_to_ns(end)))
-        rows["PYTORCH_API"].append(
-            (us_to_ns(start), us_to_ns(end), tid, None, strings(f"ProfilerStep#{int(step)}"), None, None, None, None, None,
-             API_TYPES["op"])
-        )
+    steps = model.steps[cst.STEP].to_numpy(dtype="int64")
+    start = model.steps[START_US].to_numpy(dtype="float64")
+    end = model.steps[END_US].to_numpy(dtype="float64")
+    known = ~(np.isnan(start) | np.isnan(end))
+    steps, start_ns, end_ns = steps[known].tolist(), _ns(start[known]).tolist(), _ns(end[known]).tolist()
+    names = [strings(f"ProfilerStep#{step}") for step in steps]
+    rows["STEP_TIME"] = zip(steps, start_ns, end_ns)
+    rows["PYTORCH_API"] = zip(start_ns, end_ns, repeat(tid), repeat(None), names, *repeat(repeat(None), 5), repeat(API_TYPES["op"]))
 
 
 def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
@@ -90,16 +91,17 @@ def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connec
     api = strings(comm_names.ALLREDUCE_API)
     na = strings(NA)
     tid = model.pid << 32
-    for op_id, op in enumerate(model.comm_ops.itertuples(index=False)):
-        start, end = us_to_ns(op.start_us), us_to_ns(op.end_us)
-        connection = next_connection
-        next_connection += 1
-        name = strings(comm_names.op_name(int(op.model_id), int(op.step), int(op.group)))
-        rows["COMMUNICATION_OP"].append(
-            (name, start, end, connection, group, op_id, 0, 0, None, na, None, op_type, model.rank)
-        )
-        rows["CANN_API"].append((start, end, API_TYPES["communication"], tid, connection, api))
-    return next_connection
+    ops = model.comm_ops
+    count = len(ops)
+    start_ns = _ns(ops["start_us"].to_numpy(dtype="float64")).tolist()
+    end_ns = _ns(ops["end_us"].to_numpy(dtype="float64")).tolist()
+    names = [strings(comm_names.op_name(m, step, g)) for m, step, g in
+             zip(*(ops[c].to_numpy(dtype="int64").tolist() for c in ("model_id", "step", "group")))]
+    connections = range(next_connection, next_connection + count)
+    rows["COMMUNICATION_OP"] = zip(names, start_ns, end_ns, connections, repeat(group), range(count), repeat(0), repeat(0),
+                                   repeat(None), repeat(na), repeat(None), repeat(op_type), repeat(model.rank))
+    rows["CANN_API"] = [zip(start_ns, end_ns, repeat(API_TYPES["communication"]), repeat(tid), connections, repeat(api))]
+    return next_connection + count
 
 
 def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
@@ -110,6 +112,8 @@ def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: in
     na = strings(NA)
     static = strings(OP_STATE_STATIC)
     tid = model.pid << 32
+    task_api: list[tuple[Any, ...]] = []
+    rows["CANN_API"].append(task_api)
     columns = zip(
         tasks["name"].tolist(), tasks["op_type"].tolist(), tasks["task_type"].tolist(),
         tasks["stream_id"].tolist(), tasks["model_id"].tolist(), tasks["start_ns"].tolist(), tasks["end_ns"].tolist(),
@@ -123,23 +127,21 @@ def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: in
         rows["COMPUTE_TASK_INFO"].append(
             (strings(name), task_id, None, None, kind, strings(op_type), na, na, na, na, na, na, na, static, na)
         )
-        rows["CANN_API"].append((start, end, API_TYPES["node"], tid, connection, strings(op_type)))
+        task_api.append((start, end, API_TYPES["node"], tid, connection, strings(op_type)))
     return len(tasks)
 
 
 def _data_input(model: RankModel, strings: StringIds, rows: Rows, first_id: int, next_connection: int) -> None:
     """One ``MEMCPY_ASYNC`` task per iteration's GetNext span: the input batch handed to the step."""
     kind = strings(MEMCPY_TASK_TYPE)
-    columns = [model.steps[c].to_numpy(dtype="float64") for c in (cst.MODEL_ID, GETNEXT_START_US, GETNEXT_END_US)]
-    task_id = first_id
-    for model_id, start, end in zip(*columns):
-        if np.isnan(start) or np.isnan(end) or end < start:
-            continue
-        rows["TASK"].append(
-            (us_to_ns(start), us_to_ns(end), model.rank, next_connection, task_id, model.pid, kind, None, None, task_id, int(model_id))
-        )
-        task_id += 1
-        next_connection += 1
+    model_ids, start, end = (model.steps[c].to_numpy(dtype="float64") for c in (cst.MODEL_ID, GETNEXT_START_US, GETNEXT_END_US))
+    with np.errstate(invalid="ignore"):
+        known = ~(np.isnan(start) | np.isnan(end)) & (end >= start)
+    count = int(known.sum())
+    task_ids = range(first_id, first_id + count)
+    rows["TASK"] = chain(rows["TASK"], zip(
+        _ns(start[known]).tolist(), _ns(end[known]).tolist(), repeat(model.rank), range(next_connection, next_connection + count),
+        task_ids, repeat(model.pid), repeat(kind), repeat(None), repeat(None), task_ids, model_ids[known].astype(np.int64).tolist()))
 
 
 def _meta(model: RankModel) -> list[tuple[str, str]]:
@@ -157,6 +159,7 @@ def profiler_db_rows(model: RankModel) -> Rows:
     """Every table's rows for one rank (tables without rows are created empty)."""
     strings = StringIds()
     rows: Rows = {table: [] for table in PROFILER_TABLES}
+    rows["CANN_API"] = []  # a list of row sources, communication's first, then the tasks'
     _steps(model, strings, rows)
     next_connection = _communication(model, strings, rows, 0)
     n_tasks = _tasks(model, strings, rows, next_connection)
@@ -168,6 +171,7 @@ def profiler_db_rows(model: RankModel) -> Rows:
     rows["RANK_DEVICE_MAP"] = [(model.rank, model.rank)]
     rows["META_DATA"] = _meta(model)
     rows["ENUM_API_TYPE"] = [(i, name) for name, i in API_TYPES.items()]
+    rows["CANN_API"] = chain.from_iterable(rows["CANN_API"])
     rows["STRING_IDS"] = strings.rows()
     return rows
 

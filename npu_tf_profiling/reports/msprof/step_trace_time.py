@@ -14,7 +14,11 @@ points) is written as 0 here while our own CSV says ``N/A``.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+
+from npu_tf_profiling.reports.column_csv import write_int_csv
 
 from npu_tf_profiling.reports.cluster import step_table as cst
 
@@ -42,8 +46,7 @@ def step_values(steps: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def step_trace_time_csv(steps: pd.DataFrame) -> str:
-    """The CSV text of one rank."""
+def write_step_trace_time_csv(steps: pd.DataFrame, path: Path) -> None:
+    """Write one rank's CSV, streamed from the columns."""
     values = step_values(steps)
-    values.columns = HEADER
-    return values.to_csv(index=False, lineterminator="\n")
+    write_int_csv(path, HEADER, [(values[c].to_numpy(dtype="int64"), None) for c in values.columns])

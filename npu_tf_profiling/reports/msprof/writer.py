@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
@@ -27,28 +27,62 @@ from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 
 
+# Above this many events (iterations + all-reduce groups + tasks) a rank gets only what msprof-analyze's
+# cluster analysis reads: it reads the databases whenever a folder has one (db mode:
+# ascend_pytorch_profiler_<rank>.db, analysis.db, and profiler_info_<rank>.json for the rank), never the
+# text copies (trace_view.json, communication.json, communication_matrix.json, step_trace_time.csv);
+# MindStudio Insight opens the database too. They cost about 2.4 KB and 0.1 ms an iteration (one Python object per event),
+# so past this size they would only add minutes, memory and, past some 140,000 iterations, files too
+# big to open. 50,000 events: some 25,000 iterations of one all-reduce, about 60 MB of JSON.
+TEXT_LAYOUT_MAX_EVENTS = 50_000
+
+
+def is_long(model: RankModel) -> bool:
+    """Whether the rank is too long for the text-only files (``TEXT_LAYOUT_MAX_EVENTS``)."""
+    events = len(model.steps) + len(model.comm_ops) + (0 if model.tasks is None else len(model.tasks))
+    return events > TEXT_LAYOUT_MAX_EVENTS
+
+
+TEXT_COPIES = (names.TRACE_VIEW_JSON, names.COMMUNICATION_JSON, names.COMMUNICATION_MATRIX_JSON, names.STEP_TRACE_TIME_CSV)
+
+
+def long_rank_note(model: RankModel, folder: Path) -> str:
+    return (f"rank {model.rank}: {len(model.steps)} iterations: the text copies ({', '.join(TEXT_COPIES)}) left out of "
+            f"{folder}: over {TEXT_LAYOUT_MAX_EVENTS} events msprof-analyze and MindStudio Insight read the rank's "
+            f"databases, and the reports' step_trace_<ts>.csv/.json hold the same steps")
+
+
 def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
     """Write one rank's folder; returns the written files (a stale kernel_details.csv is removed).
 
     The folder's name is predictable and it sits in the user's output folder, so it
     is made (or checked to be a real folder, not a planted link) before anything goes in.
+    A long rank (``is_long``) gets the database files msprof-analyze reads, not the
+    text-only copies of them.
     """
     own_files.make_dir(folder)
     out = names.profiler_output_dir(folder)
-    texts: list[tuple[Path, Optional[str]]] = [
-        (folder / names.profiler_info_name(model.rank), profiler_info.profiler_info_json(model)),
-        (folder / names.PROFILER_METADATA_JSON, profiler_info.profiler_metadata_json(model)),
-        (out / names.STEP_TRACE_TIME_CSV, step_trace_time.step_trace_time_csv(model.steps)),
-        (out / names.TRACE_VIEW_JSON, trace_view.trace_view_json(model)),
-        (out / names.COMMUNICATION_JSON, communication_json.communication_json(model)),
-        (out / names.COMMUNICATION_MATRIX_JSON, communication_json.communication_matrix_json(model)),
-        (
-            out / names.KERNEL_DETAILS_CSV,
-            kernel_details.kernel_details_csv(model.tasks) if model.tasks is not None and len(model.tasks) else None,
-        ),
+    text_copies = not is_long(model)
+    has_tasks = model.tasks is not None and len(model.tasks) > 0
+    # Each text is built when its turn comes, so only one file's text is in memory at a time.
+    texts: list[tuple[Path, Optional[Callable[[], Optional[str]]]]] = [
+        (folder / names.profiler_info_name(model.rank), lambda: profiler_info.profiler_info_json(model)),
+        (folder / names.PROFILER_METADATA_JSON, lambda: profiler_info.profiler_metadata_json(model)),
+        (out / names.TRACE_VIEW_JSON, lambda: trace_view.trace_view_json(model)),
+        (out / names.COMMUNICATION_JSON, lambda: communication_json.communication_json(model)),
+        (out / names.COMMUNICATION_MATRIX_JSON, lambda: communication_json.communication_matrix_json(model)),
+        (out / names.KERNEL_DETAILS_CSV, (lambda: kernel_details.kernel_details_csv(model.tasks)) if has_tasks else None),
     ]
+    if not text_copies:
+        texts = [(path, None if path.name in TEXT_COPIES else build) for path, build in texts]
     written = []
-    for path, text in texts:
+    if text_copies:
+        step_trace_time.write_step_trace_time_csv(model.steps, out / names.STEP_TRACE_TIME_CSV)
+        written.append(out / names.STEP_TRACE_TIME_CSV)
+    else:
+        own_files.remove(out / names.STEP_TRACE_TIME_CSV)
+    for path, build in texts:
+        text = None if build is None else build()
         if text is None:
             own_files.remove(path)
             continue
@@ -66,8 +100,11 @@ def rank_model_of(data: ProfData, device: raw_mod.DeviceRaw) -> RankModel:
     return build_rank_model(device.device_id, data.prof_dir, device.info, device_table(data.table, device.device_id), tasks)
 
 
-def write_prof_dir_layouts(data: ProfData) -> list[Path]:
-    """Write the rank folder of every device of ``data`` that has iteration records; returns the folders."""
+def write_prof_dir_layouts(data: ProfData, notes: Optional[list[str]] = None) -> list[Path]:
+    """Write the rank folder of every device of ``data`` that has iteration records; returns the folders.
+
+    A line for the user goes to ``notes`` for each long rank (what was left out, and why).
+    """
     folders: list[Path] = []
     for device in data.devices:
         if device.trace is None or device.trace.frame.empty:
@@ -76,6 +113,8 @@ def write_prof_dir_layouts(data: ProfData) -> list[Path]:
         folder = names.rank_folder(data.prof_dir, model.host, model.rank)
         write_rank_folder(model, folder)
         folders.append(folder)
+        if notes is not None and is_long(model):
+            notes.append(long_rank_note(model, folder))
     return folders
 
 

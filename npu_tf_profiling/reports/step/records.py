@@ -45,9 +45,47 @@ RAW_COLUMNS = [
     layout.K_FP_START,
     layout.K_BP_END,
     layout.K_ITERATION_END,
-    layout.K_GET_NEXT,  # list of (start, end) tuples, items may be None
-    layout.K_REDUCE,  # list of (start, end) tuples, items may be None
+    layout.K_GET_NEXT,  # how many GetNext (start, end) pairs the record has; the pairs are PAIR_COLUMNS
+    layout.K_REDUCE,  # how many all-reduce (start, end) pairs the record has
 ]
+# After RAW_COLUMNS, each pair k (from 0) of a kind is two float columns ``pair_column(kind, k, "start"/"end")``,
+# NaN where not measured and past the record's own count. Columns, not a list of tuples per record: a
+# million-iteration run would otherwise hold ~340 MB of Python tuples for two floats each.
+
+
+def pair_column(kind: str, k: int, end: str) -> str:
+    """Name of pair ``k``'s ``end`` ("start" or "end") of ``kind`` (``layout.K_GET_NEXT`` / ``K_REDUCE``)."""
+    return f"{kind}#{k}.{end}"
+
+
+def pair_array(frame: pd.DataFrame, kind: str, width: int) -> np.ndarray:
+    """The ``kind`` pairs of every record as a (records, width, 2) float array; NaN where unknown or absent."""
+    out = np.full((len(frame), width, 2), np.nan)
+    for k in range(width):
+        for j, end in enumerate(("start", "end")):
+            name = pair_column(kind, k, end)
+            if name in frame.columns:
+                out[:, k, j] = frame[name].to_numpy(dtype="float64")
+    return out
+
+
+def pair_counts(frame: pd.DataFrame, kind: str) -> np.ndarray:
+    """How many ``kind`` pairs each record has."""
+    return frame[kind].to_numpy(dtype="int64")
+
+
+def _pair_frame(kind: str, lists: list[list[tuple[Optional[float], Optional[float]]]]) -> dict[str, Any]:
+    """Per-record lists of pairs (JSON records) as the count column and the pair columns."""
+    width = max(map(len, lists), default=0)
+    values = np.full((len(lists), width, 2), np.nan)
+    for row, pairs in enumerate(lists):
+        if pairs:
+            values[row, :len(pairs)] = np.asarray(pairs, dtype=np.float64)
+    columns: dict[str, Any] = {kind: np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))}
+    for k in range(width):
+        columns[pair_column(kind, k, "start")] = values[:, k, 0]
+        columns[pair_column(kind, k, "end")] = values[:, k, 1]
+    return columns
 ITERATION_ID = "iteration_id"
 ID_FROM_STEP = "step"
 ID_FROM_RUN = "run"
@@ -104,7 +142,11 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
         frame[key] = frame[key].astype("Int64")
     for key in (layout.K_FP_START, layout.K_BP_END, layout.K_ITERATION_END):
         frame[key] = frame[key].astype("float64")
-    return frame
+    for key in (layout.K_GET_NEXT, layout.K_REDUCE):
+        frame[key] = frame[key].astype("int64")
+    pairs = sorted((c for c in frame.columns if c not in RAW_COLUMNS),
+                   key=lambda c: (c.split("#")[0], int(c.split("#")[1].split(".")[0]), c.endswith(".end")))
+    return frame[RAW_COLUMNS + pairs].astype({c: "float64" for c in pairs})
 
 
 def _warn_skipped(path: Path, skipped: list[SkippedLine]) -> None:
@@ -158,21 +200,34 @@ class _FileNotes:
 
 def read_training_traces(paths: list[Path]) -> TraceRead:
     """Read the step-trace files of one device (binary and/or JSON lines) into one ``TraceRead``."""
-    rows: list[dict[str, Any]] = []
+    blocks: list[pd.DataFrame] = []
     skipped: list[SkippedLine] = []
     for path in paths:
         data = Path(path).read_bytes()
         notes = _FileNotes()
-        file_rows, file_skipped = _frame_rows(data, notes) if Path(path).suffix == ".bin" else _json_rows(data, notes)
+        if Path(path).suffix == ".bin":
+            file_blocks, file_skipped = _frame_rows(data, notes)
+        else:
+            rows, file_skipped = _json_rows(data, notes)
+            file_blocks = [_json_frame(rows)] if rows else []
         if file_skipped:
             _warn_skipped(Path(path), file_skipped)
         _warn_implausible(Path(path), notes)
-        rows.extend(file_rows)
+        blocks.extend(b for b in file_blocks if len(b))
         skipped.extend(file_skipped)
-    frame = _typed(pd.DataFrame(rows, columns=RAW_COLUMNS)) if rows else _empty_frame()
+    frame = _typed(pd.concat(blocks, ignore_index=True)) if blocks else _empty_frame()
     shown = paths[0] if paths else Path()
     frame, id_source = assign_iteration_ids(frame, source=str(shown))
     return TraceRead(path=shown, frame=frame, skipped=skipped, id_source=id_source)
+
+
+def _json_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """JSON records as a frame: their pair lists become the count and pair columns."""
+    plain = [k for k in RAW_COLUMNS if k not in (layout.K_GET_NEXT, layout.K_REDUCE)]
+    columns: dict[str, Any] = {k: [row[k] for row in rows] for k in plain}
+    for kind in (layout.K_GET_NEXT, layout.K_REDUCE):
+        columns.update(_pair_frame(kind, [row[kind] for row in rows]))
+    return _typed(pd.DataFrame(columns))
 
 
 def _json_rows(data: bytes, notes: _FileNotes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
@@ -242,16 +297,16 @@ def _blank_implausible(row: dict[str, Any]) -> int:
     return count
 
 
-def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
-    """One row per binary record; a record without a plausible iteration end is skipped, as in the JSON reader."""
-    rows: list[dict[str, Any]] = []
+def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[pd.DataFrame], list[SkippedLine]]:
+    """One block of rows per binary frame; a record without a plausible iteration end is skipped, as in the JSON reader."""
+    blocks: list[pd.DataFrame] = []
     skipped: list[SkippedLine] = []
     for item in decode_frames(data):
         if isinstance(item, DamagedBytes):
             skipped.append(SkippedLine(item.record, f"{item.reason} at byte {item.offset}"))
             continue
-        rows.extend(_rows_of_frame(item, skipped, notes))
-    return rows, skipped
+        blocks.append(_rows_of_frame(item, skipped, notes))
+    return blocks, skipped
 
 
 def _plausible_times(frame: Frame, notes: _FileNotes) -> np.ndarray:
@@ -270,7 +325,8 @@ def _plausible_times(frame: Frame, notes: _FileNotes) -> np.ndarray:
     return np.where(bad, np.nan, times)
 
 
-def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> list[dict[str, Any]]:
+def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> pd.DataFrame:
+    """The frame's usable records as ``RAW_COLUMNS`` columns, built from its arrays (no dict per record)."""
     shape = frame.shape
     get_next_pairs = min(shape.get_next_pairs, MAX_GET_NEXT_PAIRS)
     reduce_pairs = min(shape.reduce_pairs, MAX_REDUCE_PAIRS)
@@ -281,35 +337,32 @@ def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) 
                 f"{kept}: records {frame.first_record}..{frame.first_record + len(frame.rows) - 1} are read with the first {kept}"
             )
     times = _plausible_times(frame, notes)
+    numbers = frame.first_record + np.arange(len(times))
+    usable = ~np.isnan(times[:, -1])
+    for number in numbers[~usable].tolist():
+        skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or no clock reading"))
+    times = times[usable]
     fp_at = 2 * shape.get_next_pairs
     bp_at = fp_at + shape.has_fp
     reduce_at = bp_at + shape.has_bp
-    # Only the columns kept (the pairs past the bound never reach Python objects).
-    columns = [*range(2 * get_next_pairs), *range(fp_at, reduce_at + 2 * reduce_pairs), times.shape[1] - 1]
-    kept_times = times[:, columns].tolist()
-    fp_at, bp_at = 2 * get_next_pairs, 2 * get_next_pairs + shape.has_fp
-    reduce_at = bp_at + shape.has_bp
-    runs = frame.rows["run"].tolist()
-    steps = frame.rows["step"].tolist()
-    out = []
-    for index, (run, step, row_times) in enumerate(zip(runs, steps, kept_times)):
-        number = frame.first_record + index
-        values = [None if value != value else value for value in row_times]  # NaN: not measured
-        if values[-1] is None:
-            skipped.append(SkippedLine(number, f"not a training_trace record: {layout.K_ITERATION_END!r} is missing or no clock reading"))
-            continue
-        out.append({
-            "line": number,
-            layout.K_MODEL_ID: frame.model_id,
-            layout.K_RUN: run,
-            layout.K_STEP: step if shape.has_step and step != NO_STEP else None,
-            layout.K_FP_START: values[fp_at] if shape.has_fp else None,
-            layout.K_BP_END: values[bp_at] if shape.has_bp else None,
-            layout.K_ITERATION_END: values[-1],
-            layout.K_GET_NEXT: [(values[2 * i], values[2 * i + 1]) for i in range(get_next_pairs)],
-            layout.K_REDUCE: [(values[reduce_at + 2 * i], values[reduce_at + 2 * i + 1]) for i in range(reduce_pairs)],
-        })
-    return out
+    missing = np.full(len(times), np.nan)
+    steps = frame.rows["step"][usable]
+    return pd.DataFrame({
+        "line": numbers[usable],
+        layout.K_MODEL_ID: np.full(len(times), frame.model_id, dtype=np.int64),
+        layout.K_RUN: pd.array(frame.rows["run"][usable].astype(np.int64), dtype="Int64"),
+        layout.K_STEP: pd.arrays.IntegerArray(np.where(steps == NO_STEP, 0, steps).astype(np.int64),
+                                              (steps == NO_STEP) | (not shape.has_step)),
+        layout.K_FP_START: times[:, fp_at] if shape.has_fp else missing,
+        layout.K_BP_END: times[:, bp_at] if shape.has_bp else missing,
+        layout.K_ITERATION_END: times[:, -1],
+        layout.K_GET_NEXT: np.full(len(times), get_next_pairs, dtype=np.int64),
+        layout.K_REDUCE: np.full(len(times), reduce_pairs, dtype=np.int64),
+        **{pair_column(layout.K_GET_NEXT, k, end): times[:, 2 * k + j]
+           for k in range(get_next_pairs) for j, end in enumerate(("start", "end"))},
+        **{pair_column(layout.K_REDUCE, k, end): times[:, reduce_at + 2 * k + j]
+           for k in range(reduce_pairs) for j, end in enumerate(("start", "end"))},
+    })
 
 
 def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") -> tuple[pd.DataFrame, dict[int, str]]:

@@ -22,16 +22,24 @@ Chrome trace format (see ``chrome_trace``):
 ``ts``/``dur`` are whole µs since the Unix epoch (the CSV's numbers). A span
 whose duration is unknown is left out; one whose duration is negative (which
 only broken clocks produce) is left out with a ``RawDataWarning``.
+
+Why columns: a million-iteration run has six million spans. The events are
+formatted straight from the table's integer columns into JSON text, a chunk
+of rows at a time (``trace_slices`` streams them to disk and slices the file
+when it is too big to open), never as one dict per span.
 """
 from __future__ import annotations
 
+import json
 import warnings
-from collections import defaultdict
-from typing import Any, Optional
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
 
-import pandas as pd
+import numpy as np
 
-from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports import chrome_trace, trace_slices
+from npu_tf_profiling.reports.column_csv import column_texts, int_column
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import RawDataWarning
 
@@ -42,6 +50,7 @@ TRACK_GETNEXT = "getnext"
 TRACK_REDUCE = "reduce"
 _TRACK_SUFFIX = {TRACK_ITERATION: "", TRACK_PHASES: " Phases", TRACK_GETNEXT: " GetNext", TRACK_REDUCE: " Reduce"}
 _CATEGORY = "Step Trace"
+_NA = json.dumps(st.NA)
 
 
 def model_track_name(model_id: int, kind: str = TRACK_ITERATION, lane: int = 0) -> str:
@@ -50,131 +59,231 @@ def model_track_name(model_id: int, kind: str = TRACK_ITERATION, lane: int = 0) 
     return name if lane == 0 else f"{name} #{lane + 1}"
 
 
-def _column(rows: pd.DataFrame, name: str) -> list[Optional[int]]:
-    """A nullable Int64 column as a list of Python ints / None (fast, JSON-ready)."""
-    col = rows[name]
-    return [None if missing else int(v) for v, missing in zip(col.to_numpy(dtype="float64", na_value=0.0), col.isna().to_numpy())]
+@dataclass
+class _Col:
+    """One nullable integer column of a model's rows: values (0 where unknown) and whether known."""
+
+    values: np.ndarray
+    known: np.ndarray
+
+    def __sub__(self, other: "_Col") -> "_Col":
+        return _Col(self.values - other.values, self.known & other.known)
+
+    def __add__(self, other: "_Col") -> "_Col":
+        return _Col(self.values + other.values, self.known & other.known)
+
+    def texts(self, lo: int, hi: int, missing: str = _NA) -> list[str]:
+        """Rows lo..hi-1 as JSON numbers, ``missing`` where unknown (kept for the chunk: several spans show one column)."""
+        key = (lo, hi, missing)
+        if getattr(self, "_cached_key", None) != key:
+            self._cached_key, self._cached = key, column_texts(self.values[lo:hi], self.known[lo:hi], missing)
+        return self._cached
 
 
-def _shown(value: Optional[int]) -> Any:
-    return st.NA if value is None else value
+def _col(frame: Any, name: str) -> _Col:
+    return _Col(*int_column(frame[name]))
 
 
-class _Spans:
-    """Collects the X events of one model by track kind, dropping unusable spans.
+# A span type's text: rows (lo, hi) -> (names as JSON strings, args as JSON object bodies).
+ArgsFormat = Callable[[int, int], tuple[list[str], list[str]]]
 
-    Events are created complete (``tid`` is filled in once lanes are known) so
-    each span costs one dict: large runs have hundreds of thousands.
-    """
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.by_kind: dict[str, list[chrome_trace.Event]] = defaultdict(list)
-        self.negative = 0
+@dataclass
+class _SpanType:
+    """One span per row (e.g. every row's FP_BP Time): where it sits, and how its name and args read."""
 
-    def add(self, kind: str, ts: Optional[int], dur: Optional[int], name: str, args: dict[str, Any]) -> None:
-        if ts is None or dur is None:
-            return
-        if dur < 0:
-            self.negative += 1
-            return
-        self.by_kind[kind].append(
-            {"name": name, "ph": "X", "cat": _CATEGORY, "ts": ts, "dur": dur, "pid": self.pid, "tid": 0, "args": args}
+    ts: _Col
+    dur: _Col
+    text: ArgsFormat  # (lo, hi) -> (names as JSON strings, args as JSON object bodies)
+
+    def usable(self) -> np.ndarray:
+        return self.ts.known & self.dur.known & (self.dur.values >= 0)
+
+    def negative(self) -> int:
+        return int((self.ts.known & self.dur.known & (self.dur.values < 0)).sum())
+
+
+def _event_template(pid: int, tid: str) -> str:
+    """``str.format`` template of one span: name, ts, dur, [tid,] args body (keys in the order of the dict form)."""
+    return ('{{"name":{},"ph":"X","cat":"%s","ts":{},"dur":{},"pid":%d,"tid":%s,"args":{{{}}}}}'
+            % (_CATEGORY, pid, tid.replace("{}", "{}") if tid == "{}" else tid))
+
+
+class _Track:
+    """The spans of one kind of one model: span types interleaved per row, with each span's tid."""
+
+    def __init__(self, pid: int, kind: str, types: list[_SpanType]) -> None:
+        self.pid, self.kind, self.types = pid, kind, types
+        self.usable = np.column_stack([t.usable() for t in types]) if types else np.zeros((0, 0), bool)
+        self.negative = sum(t.negative() for t in types)
+        self.lanes = self._lanes()
+
+    def _lanes(self) -> Optional[np.ndarray]:
+        """Lane of every (row, type) span (row-major order, as ``assign_lanes`` numbers them); None: all in one lane."""
+        if not self.usable.any():
+            return None
+        ts = np.column_stack([t.ts.values for t in self.types])[self.usable]
+        dur = np.column_stack([t.dur.values for t in self.types])[self.usable]
+        order = np.lexsort((np.arange(len(ts)), dur, ts))
+        ends = np.maximum.accumulate((ts + dur)[order])
+        if np.all(ts[order][1:] >= ends[:-1]):
+            return None  # no overlap: one lane (the common case, decided without a Python loop)
+        lanes = np.zeros(self.usable.shape, dtype=np.int64)
+        lanes[self.usable] = chrome_trace.assign_lanes(list(zip(ts.tolist(), dur.tolist())))
+        return lanes
+
+    def has_spans(self) -> bool:
+        return bool(self.usable.any())
+
+    def lane_count(self) -> int:
+        return 1 if self.lanes is None else int(self.lanes.max()) + 1
+
+    def encode(self, lo: int, hi: int, first_tid: int) -> list[str]:
+        """Each row's spans of this track, rows lo..hi-1 of the model, as JSON joined by commas."""
+        per_type: list[list[str]] = []
+        for j, span in enumerate(self.types):
+            names, args = span.text(lo, hi)
+            ts, dur = span.ts.texts(lo, hi), span.dur.texts(lo, hi)
+            if self.lanes is None:
+                events = list(map(_event_template(self.pid, str(first_tid)).format, names, ts, dur, args))
+            else:
+                tids = map(str, (self.lanes[lo:hi, j] + first_tid).tolist())
+                events = list(map(_event_template(self.pid, "{}").format, names, ts, dur, tids, args))
+            for i in np.flatnonzero(~self.usable[lo:hi, j]).tolist():
+                events[i] = ""
+            per_type.append(events)
+        if len(per_type) == 1:
+            return per_type[0]
+        return [",".join(filter(None, row)) for row in zip(*per_type)]
+
+
+def _model_tracks(rows: Any, n_reduce: int, pid: int) -> list[_Track]:
+    c = {name: _col(rows, name) for name in st.BASE_COLUMNS + st.GETNEXT_COLUMNS}
+    ids = c[st.ITERATION_ID_COL]
+    fp, bp, end = c[st.FP_START], c[st.BP_END], c[st.ITERATION_END]
+    it_time, fp_bp, refresh, aug = c[st.ITERATION_TIME], c[st.FP_TO_BP], c[st.ITERATION_REFRESH], c[st.DATA_AUG_BOUND]
+    gs, ge, gt = c[st.GETNEXT_START], c[st.GETNEXT_END], c[st.GETNEXT_TIME]
+
+    def named(prefix: str, args: Callable[[int, int], list[str]], suffix: str = "") -> ArgsFormat:
+        def text(lo: int, hi: int) -> tuple[list[str], list[str]]:
+            return list(map(f'"{prefix}{{}}{suffix}"'.format, ids.texts(lo, hi, "None"))), args(lo, hi)
+        return text
+
+    def fixed(name: str, args: Callable[[int, int], list[str]]) -> ArgsFormat:
+        return lambda lo, hi: ([json.dumps(name)] * (hi - lo), args(lo, hi))
+
+    def fields(*pairs: tuple[str, _Col]) -> Callable[[int, int], list[str]]:
+        template = ",".join(f"{json.dumps(key)}:{{}}" for key, _ in pairs).replace("{}", "\0").replace("{", "{{").replace("}", "}}")
+        template = template.replace("\0", "{}")
+
+        def args(lo: int, hi: int) -> list[str]:
+            columns = [col.texts(lo, hi, "null" if col is ids else _NA) for _, col in pairs]
+            return list(map(template.format, *columns))
+        return args
+
+    iteration = _SpanType(end - it_time, it_time, named("Iteration ", fields(
+        ("Iteration ID", ids), ("FP Start", fp), ("BP End", bp), ("Iteration End", end), ("Iteration Time(us)", it_time))))
+    phases = [
+        _SpanType(fp - aug, aug, named("Data_aug Bound ", fields(("Data_aug Bound(us)", aug)))),
+        _SpanType(fp, fp_bp, named("FP_BP Time ", fields(("FP Start", fp), ("BP End", bp), ("FP_BP Time(us)", fp_bp)))),
+        _SpanType(bp, refresh, named("Iteration Refresh ", fields(("BP End", bp), ("Iteration End", end), ("Iteration Refresh(us)", refresh)))),
+    ]
+    reduces = []
+    for k in range(n_reduce):
+        start, dur = _col(rows, st.reduce_start_key(k)), _col(rows, st.reduce_duration_key(k))
+        reduces.append(_SpanType(start, dur, named(
+            "Reduce_", fields((f"Reduce Start {k + 1}", start), (f"Reduce End {k + 1}", start + dur)), f"_{k + 1}")))
+    getnext = _SpanType(gs, gt, fixed("GetNext", fields(
+        ("Iteration ID", ids), ("GetNext Start", gs), ("GetNext End", ge), ("GetNext Time(us)", gt))))
+    return [_Track(pid, TRACK_ITERATION, [iteration]), _Track(pid, TRACK_PHASES, phases),
+            _Track(pid, TRACK_GETNEXT, [getnext]), _Track(pid, TRACK_REDUCE, reduces)]
+
+
+@dataclass
+class StepTraceTimeline:
+    """The timeline of a table as ``trace_slices`` input: metadata events, sections over rows, the row count."""
+
+    metadata: list[chrome_trace.Event]
+    sections: list[trace_slices.Section]
+    rows: int
+    negative: int
+
+
+def _section(track: _Track, start: int, stop: int, first_tid: int) -> trace_slices.Section:
+    """The track's spans as a section over all rows of the table; rows outside start..stop-1 have none."""
+
+    def encode(lo: int, hi: int) -> list[str]:
+        a, b = max(lo, start), min(hi, stop)
+        if a >= b:
+            return [""] * (hi - lo)
+        return [""] * (a - lo) + track.encode(a - start, b - start, first_tid) + [""] * (hi - b)
+    return encode
+
+
+def step_trace_timeline(table: st.StepTraceTable) -> StepTraceTimeline:
+    """Plan the timeline of every device and model in ``table`` (rows in (device, model, iteration) order)."""
+    frame = table.frame
+    devices = frame[st.DEVICE_ID].to_numpy(dtype="int64", na_value=0)
+    models = frame[st.MODEL_ID].to_numpy(dtype="int64", na_value=0)
+    order = np.lexsort((np.arange(len(frame)), models, devices))
+    if not np.array_equal(order, np.arange(len(frame))):  # already in order (the usual case): no copy of the table
+        frame, devices, models = frame.iloc[order], devices[order], models[order]
+    # Contiguous (device, model) groups, as row ranges: slices of the table, not copies.
+    cuts = np.flatnonzero((devices[1:] != devices[:-1]) | (models[1:] != models[:-1])) + 1
+    starts, stops = [0, *cuts.tolist()], [*cuts.tolist(), len(frame)]
+    metadata: list[chrome_trace.Event] = []
+    sections: list[trace_slices.Section] = []
+    negative = 0
+    next_tid = 1
+    for start, stop in zip(starts, stops) if len(frame) else ():
+        pid = int(devices[start])
+        if start == 0 or devices[start - 1] != pid:
+            metadata.append(chrome_trace.process_name_event(pid, f"Device {pid}"))
+            metadata.append(chrome_trace.process_sort_event(pid, pid))
+            next_tid = 1
+        model_id = int(models[start])
+        for track in _model_tracks(frame.iloc[start:stop], table.n_reduce, pid):
+            negative += track.negative
+            if not track.has_spans() and track.kind != TRACK_ITERATION:
+                continue
+            for lane in range(track.lane_count()):
+                metadata.append(chrome_trace.thread_name_event(pid, next_tid + lane, model_track_name(model_id, track.kind, lane)))
+                metadata.append(chrome_trace.thread_sort_event(pid, next_tid + lane, next_tid + lane))
+            sections.append(_section(track, start, stop, next_tid))
+            next_tid += track.lane_count()
+    return StepTraceTimeline(metadata, sections, len(frame), negative)
+
+
+def _warn_negative(timeline: StepTraceTimeline) -> None:
+    if timeline.negative:
+        warnings.warn(
+            f"step trace timeline: left out {timeline.negative} span(s) with a negative duration "
+            "(times out of order in the raw data; the CSV shows the values)",
+            RawDataWarning,
+            stacklevel=3,
         )
 
 
-def _model_spans(rows: pd.DataFrame, n_reduce: int, pid: int) -> _Spans:
-    spans = _Spans(pid)
-    c = {name: _column(rows, name) for name in st.BASE_COLUMNS + st.GETNEXT_COLUMNS}
-    reduces = [(_column(rows, st.reduce_start_key(k)), _column(rows, st.reduce_duration_key(k))) for k in range(n_reduce)]
-    for i, it_id in enumerate(c[st.ITERATION_ID_COL]):
-        fp, bp, end = c[st.FP_START][i], c[st.BP_END][i], c[st.ITERATION_END][i]
-        it_time, fp_bp = c[st.ITERATION_TIME][i], c[st.FP_TO_BP][i]
-        refresh, aug = c[st.ITERATION_REFRESH][i], c[st.DATA_AUG_BOUND][i]
-        spans.add(
-            TRACK_ITERATION,
-            None if end is None or it_time is None else end - it_time,
-            it_time,
-            f"Iteration {it_id}",
-            {
-                "Iteration ID": it_id,
-                "FP Start": _shown(fp),
-                "BP End": _shown(bp),
-                "Iteration End": _shown(end),
-                "Iteration Time(us)": _shown(it_time),
-            },
-        )
-        spans.add(
-            TRACK_PHASES,
-            None if fp is None or aug is None else fp - aug,
-            aug,
-            f"Data_aug Bound {it_id}",
-            {"Data_aug Bound(us)": _shown(aug)},
-        )
-        spans.add(
-            TRACK_PHASES, fp, fp_bp, f"FP_BP Time {it_id}", {"FP Start": _shown(fp), "BP End": _shown(bp), "FP_BP Time(us)": _shown(fp_bp)}
-        )
-        spans.add(
-            TRACK_PHASES,
-            bp,
-            refresh,
-            f"Iteration Refresh {it_id}",
-            {"BP End": _shown(bp), "Iteration End": _shown(end), "Iteration Refresh(us)": _shown(refresh)},
-        )
-        for k, (starts, durs) in enumerate(reduces):
-            start, dur = starts[i], durs[i]
-            spans.add(
-                TRACK_REDUCE,
-                start,
-                dur,
-                f"Reduce_{it_id}_{k + 1}",
-                {f"Reduce Start {k + 1}": _shown(start), f"Reduce End {k + 1}": _shown(None if start is None or dur is None else start + dur)},
-            )
-        gn_start, gn_end, gn_time = c[st.GETNEXT_START][i], c[st.GETNEXT_END][i], c[st.GETNEXT_TIME][i]
-        spans.add(
-            TRACK_GETNEXT,
-            gn_start,
-            gn_time,
-            "GetNext",
-            {"Iteration ID": it_id, "GetNext Start": _shown(gn_start), "GetNext End": _shown(gn_end), "GetNext Time(us)": _shown(gn_time)},
-        )
-    return spans
+def write_step_trace_json(
+    table: st.StepTraceTable, out_dir: Path, whole_name: str, stem: str, timestamp: str,
+    slice_bytes: int = trace_slices.DEFAULT_SLICE_BYTES,
+) -> list[Path]:
+    """Write the timeline as ``out_dir/whole_name``, or as CANN slices above ``slice_bytes``; returns the files."""
+    timeline = step_trace_timeline(table)
+    _warn_negative(timeline)
+    return trace_slices.write_trace(out_dir, whole_name, stem, timestamp, timeline.metadata, timeline.sections,
+                                    timeline.rows, slice_bytes=slice_bytes)
 
 
 def step_trace_events(table: st.StepTraceTable) -> list[chrome_trace.Event]:
-    """All trace events (metadata first, then spans) for every device and model in ``table``."""
-    events: list[chrome_trace.Event] = []
-    spans_out: list[chrome_trace.Event] = []
-    negative = 0
-    frame = table.frame
-    for device_key, device_rows in frame.groupby(st.DEVICE_ID, sort=True):
-        device_id = pid = int(device_key)
-        events.append(chrome_trace.process_name_event(pid, f"Device {device_id}"))
-        events.append(chrome_trace.process_sort_event(pid, device_id))
-        next_tid = 1
-        for model_key, model_rows in device_rows.groupby(st.MODEL_ID, sort=True):
-            model_id = int(model_key)
-            spans = _model_spans(model_rows, table.n_reduce, pid)
-            negative += spans.negative
-            for kind in _TRACK_SUFFIX:
-                items = spans.by_kind.get(kind, [])
-                if not items and kind != TRACK_ITERATION:
-                    continue
-                lanes = chrome_trace.assign_lanes([(e["ts"], e["dur"]) for e in items])
-                lane_tids: dict[int, int] = {}
-                for lane in sorted(set(lanes)) or [0]:
-                    lane_tids[lane] = next_tid
-                    events.append(chrome_trace.thread_name_event(pid, next_tid, model_track_name(model_id, kind, lane)))
-                    events.append(chrome_trace.thread_sort_event(pid, next_tid, next_tid))
-                    next_tid += 1
-                for event, lane in zip(items, lanes):
-                    event["tid"] = lane_tids[lane]
-                spans_out.extend(items)
-    if negative:
-        warnings.warn(
-            f"step trace timeline: left out {negative} span(s) with a negative duration "
-            "(times out of order in the raw data; the CSV shows the values)",
-            RawDataWarning,
-            stacklevel=2,
-        )
-    return events + spans_out
+    """All trace events (metadata first, then spans) for every device and model in ``table``, as dicts.
+
+    For small tables (the msprof task timeline, tests): the same text the file
+    writer streams, parsed back, so both can never disagree.
+    """
+    timeline = step_trace_timeline(table)
+    _warn_negative(timeline)
+    texts = [trace_slices.encode_event(e) for e in timeline.metadata]
+    for section in timeline.sections:
+        texts.extend(filter(None, section(0, timeline.rows)))
+    return json.loads("[" + ",".join(texts) + "]")
