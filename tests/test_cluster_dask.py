@@ -155,3 +155,27 @@ def test_medians_without_each_equal_the_one_by_one_medians(seed):
     values[rng.random(len(values)) < 0.3] = np.nan
     expected = np.array([nanmedian(np.delete(values, j)) if len(values) > 1 else np.nan for j in range(len(values))])
     np.testing.assert_array_equal(medians_without_each(values), expected)
+
+
+def test_a_large_table_is_sliced_between_steps_and_no_row_is_lost(tmp_path, monkeypatch):
+    from npu_tf_profiling.reports.cluster import csv_files
+
+    write_cluster(tmp_path, ClusterPlan(ranks=4, steps=30, groups=2, drop={2: {7}}, binary=True))
+    write_cluster_analysis(tmp_path)
+    whole = (tmp_path / OUT / cst.CSV_NAME).read_text().splitlines()
+    header, rows = whole[0], whole[1:]
+    budget = 2_000
+    monkeypatch.setattr(csv_files, "SLICE_BYTES", budget)
+    analysis = write_cluster_analysis(tmp_path)
+    assert not (tmp_path / OUT / cst.CSV_NAME).exists()  # the earlier single file is not left stale
+    slices = [tmp_path / OUT / csv_files.slice_name(n) for n in range(len(list((tmp_path / OUT).glob("*_slice_*.csv"))))]
+    assert len(slices) > 2 and set(slices) <= set(analysis.paths)
+    joined, last_steps = [], []
+    for path in slices:
+        lines = path.read_text().splitlines()
+        assert lines[0] == header and path.stat().st_size <= budget
+        joined.extend(lines[1:])
+        last_steps.append(int(lines[-1].split(",")[0]))
+    assert joined == rows
+    firsts = [int(p.read_text().splitlines()[1].split(",")[0]) for p in slices[1:]]
+    assert all(first == last + 1 for first, last in zip(firsts, last_steps))  # cut between steps, never inside one

@@ -1,7 +1,7 @@
 """The cluster analysis end to end: find the ranks, compute, write ``npu_tf_prof_cluster/``.
 
     OUTPUT_DIR/npu_tf_prof_cluster/
-        cluster_step_trace_time.csv   per (step, rank) time breakdown
+        cluster_step_trace_time.csv   per (step, rank) time breakdown (sliced by steps past 200 MiB: ``csv_files``)
         slow_rank.json                slow ranks, causes, the votes, missing steps, communication shares
         slow_rank.txt                 the same as a text verdict (also printed by the command)
         cluster_timeline.json         every rank on one clock (Chrome trace / Perfetto); for a large
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import own_files
-from npu_tf_profiling.raw_format.atomic import AtomicFile, atomic_write_text
+from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import timeline_files as tlf
@@ -34,6 +34,7 @@ from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.cluster.data import (
     CLUSTER_OUTPUT_DIR, ClusterData, RankFound, RankSet, check_one_folder_per_rank, load_cluster, rank_folders, rank_notes,
 )
+from npu_tf_profiling.reports.cluster.csv_files import write_csv
 from npu_tf_profiling.reports.cluster.engine import Engine, batches, open_engine
 from npu_tf_profiling.reports.cluster.rank_task import SYNC_END, SYNC_REDUCE, RankPart, TaskOptions, rank_batch
 from npu_tf_profiling.reports.step import records as raw_mod
@@ -112,8 +113,7 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     with open_engine(scheduler) as engine:
         options = TaskOptions(write_layouts=True, fragments=str(fragments) if fragments else None, with_tasks=with_tasks)
         analysis = _analyze(root, folders, engine, settings, align, options)
-        csv_path = out / cst.CSV_NAME
-        write_csv(csv_path, analysis.ranks)
+        csv_paths = write_csv(out, analysis.ranks)
         refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.ranks]
         for p in analysis.ranks:
             p.csv = b""
@@ -128,9 +128,9 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     if timeline_notes:
         analysis.report.notes.extend(timeline_notes)
         analysis.report.verdict = sr.render_text(analysis.report)
-    paths = [csv_path, out / sr.JSON_NAME, out / sr.TEXT_NAME]
-    atomic_write_text(paths[1], analysis.report.to_json())
-    atomic_write_text(paths[2], analysis.report.verdict)
+    paths = [*csv_paths, out / sr.JSON_NAME, out / sr.TEXT_NAME]
+    atomic_write_text(out / sr.JSON_NAME, analysis.report.to_json())
+    atomic_write_text(out / sr.TEXT_NAME, analysis.report.verdict)
     analysis.output_dir = out
     analysis.paths = paths + [Path(path) for path, _ in written]
     return analysis
@@ -144,29 +144,6 @@ def _shift_expected(folders: list[tuple[str, str]], align: str) -> bool:
         return True
     hosts = {raw_mod.read_info(device_dir).get("host") for _, device_dir in folders}
     return len({h for h in hosts if isinstance(h, str)}) > 1
-
-
-def write_csv(path: Path, parts: list[RankPart], chunk: int = 100_000) -> None:
-    """``cluster_step_trace_time.csv`` from the ranks' own lines, in (model, step, rank) order, written in chunks.
-
-    Each rank's lines stay one bytes object with their start offsets (no Python
-    object per line, except for the ``chunk`` lines being written).
-    """
-    empty = np.zeros(0, "int64")
-    keys = [p.csv_keys for p in parts]
-    model = np.concatenate([k[:, 0] for k in keys]) if keys else empty
-    step = np.concatenate([k[:, 1] for k in keys]) if keys else empty
-    rank = np.concatenate([np.full(len(k), p.rank, "int64") for p, k in zip(parts, keys)]) if keys else empty
-    line_of = np.concatenate([np.arange(len(k)) for k in keys]) if keys else empty
-    part_of = np.concatenate([np.full(len(k), i) for i, k in enumerate(keys)]) if keys else empty
-    order = np.lexsort((rank, step, model))
-    starts = [np.concatenate([[0], np.flatnonzero(np.frombuffer(p.csv, dtype=np.uint8) == 10) + 1]) for p in parts]
-    views = [memoryview(p.csv) for p in parts]
-    with AtomicFile(path, encoding=None) as out:
-        out.handle.write((",".join(cst.COLUMNS) + "\n").encode())
-        for lo in range(0, len(order), chunk):
-            sel = order[lo:lo + chunk]
-            out.handle.write(b"".join([views[i][starts[i][j]:starts[i][j + 1]] for i, j in zip(part_of[sel].tolist(), line_of[sel].tolist())]))
 
 
 def _remove_old_timelines(out: Path, groups: list[tlf.TimelineGroup]) -> None:
