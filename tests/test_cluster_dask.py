@@ -179,3 +179,13 @@ def test_a_large_table_is_sliced_between_steps_and_no_row_is_lost(tmp_path, monk
     assert joined == rows
     firsts = [int(p.read_text().splitlines()[1].split(",")[0]) for p in slices[1:]]
     assert all(first == last + 1 for first, last in zip(firsts, last_steps))  # cut between steps, never inside one
+
+
+def test_without_dask_the_command_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    import sys
+
+    write_cluster(tmp_path, ClusterPlan(ranks=2, steps=5))
+    monkeypatch.setitem(sys.modules, "dask", None)  # import dask raises ImportError, as when it is not installed
+    assert main(["cluster", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "runs on Dask, which is not installed" in err and "pip install 'npu_tf_profiling[cluster]'" in err
