@@ -161,6 +161,10 @@ def _layout_notes(parts: list[RankPart]) -> list[str]:
     notes = []
     if written:
         notes.append(f"msprof-analyze layout written for rank(s) {_ranks_text(written)} (missing or older than their raw data)")
+    long_notes = [p.layout_note for p in parts if p.layout_note]
+    notes.extend(long_notes[:5])
+    if len(long_notes) > 5:
+        notes.append(f"{len(long_notes) - 5} more long rank(s) got only the databases msprof-analyze reads")
     if failed:
         notes.append(f"msprof-analyze layout not written for {len(failed)} rank(s): " + "; ".join(failed[:5]) + ("; ..." if len(failed) > 5 else ""))
     return notes

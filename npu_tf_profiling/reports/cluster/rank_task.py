@@ -55,6 +55,7 @@ class RankPart:
     traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
     layout_written: bool = False
     layout_error: Optional[str] = None
+    layout_note: Optional[str] = None  # a long rank's folder holds only the databases (``msprof.writer.is_long``)
     timeline_notes: list[str] = field(default_factory=list)  # what its timeline fragment left out
 
     @property
@@ -128,7 +129,7 @@ def _write_layout(part: RankPart, device: raw_mod.DeviceRaw, table: st.StepTrace
     """The rank's msprof-analyze folder, when missing or stale. Never fails the analysis: an error becomes a note."""
     from npu_tf_profiling.reports.msprof import names
     from npu_tf_profiling.reports.msprof.rank_model import build_rank_model
-    from npu_tf_profiling.reports.msprof.writer import is_stale, write_rank_folder
+    from npu_tf_profiling.reports.msprof.writer import is_long, is_stale, long_rank_note, write_rank_folder
     from npu_tf_profiling.reports.task.table import load_device_tasks
 
     prof_dir = Path(part.prof_dir)
@@ -137,7 +138,9 @@ def _write_layout(part: RankPart, device: raw_mod.DeviceRaw, table: st.StepTrace
             return
         tasks = load_device_tasks(device.device_dir, part.rank, device.info, device.trace)
         model = build_rank_model(part.rank, prof_dir, device.info, table, tasks)
-        write_rank_folder(model, names.rank_folder(prof_dir, model.host, model.rank))
+        folder = names.rank_folder(prof_dir, model.host, model.rank)
+        write_rank_folder(model, folder)
         part.layout_written = True
+        part.layout_note = long_rank_note(model, folder) if is_long(model) else None
     except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user the analysis
         part.layout_error = repr(exc)
