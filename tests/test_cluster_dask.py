@@ -189,3 +189,10 @@ def test_without_dask_the_command_says_how_to_install_it(tmp_path, monkeypatch, 
     assert main(["cluster", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "runs on Dask, which is not installed" in err and "pip install 'npu_tf_profiling[cluster]'" in err
+
+
+def test_no_timeline_fragment_is_left_behind(tmp_path):
+    write_cluster(tmp_path, ClusterPlan(ranks=3, steps=10, binary=True))
+    write_cluster_analysis(tmp_path)
+    assert not (tmp_path / OUT / tlf.FRAGMENTS_DIR).exists()
+    assert sorted(p.name for p in (tmp_path / OUT).iterdir()) == sorted([cst.CSV_NAME, sr.JSON_NAME, sr.TEXT_NAME, ctl.JSON_NAME])

@@ -112,16 +112,16 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     fragments = out / tlf.FRAGMENTS_DIR if not _shift_expected(folders, align) else None
     with open_engine(scheduler) as engine:
         options = TaskOptions(write_layouts=True, fragments=str(fragments) if fragments else None, with_tasks=with_tasks)
-        analysis = _analyze(root, folders, engine, settings, align, options)
-        csv_paths = write_csv(out, analysis.ranks)
-        refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.ranks]
-        for p in analysis.ranks:
-            p.csv = b""
-        groups = tlf.plan_files(out, refs)
-        _remove_old_timelines(out, groups)
         try:
+            analysis = _analyze(root, folders, engine, settings, align, options)
+            csv_paths = write_csv(out, analysis.ranks)
+            refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.ranks]
+            for p in analysis.ranks:
+                p.csv = b""
+            groups = tlf.plan_files(out, refs)
+            _remove_old_timelines(out, groups)
             written = engine.map(tlf.write_group, groups, str(root), analysis.alignment, with_tasks, options.fragments)
-        finally:
+        finally:  # the fragments are temporary, whatever happened
             if fragments is not None:
                 shutil.rmtree(fragments, ignore_errors=True)
     timeline_notes = [note for p in analysis.ranks for note in p.timeline_notes] + [note for _, notes in written for note in notes]
