@@ -41,7 +41,8 @@ setup(
     # Optional: `npu-tf-prof view` draws with plotly; `npu-tf-prof tensorboard` (and the "tensorboard" option)
     # write event files with TensorBoard's own record writer and protobufs. A TensorFlow install already has tensorboard.
     # `--tf1` serves tf.contrib's slim/layers/framework from tf-slim.
-    extras_require={"view": ["plotly>=5.0"], "tensorboard": ["tensorboard>=2.4"], "tf1": ["tf-slim==1.1.0"]},
+    # `npu-tf-prof cluster` runs its per-rank work as Dask tasks (in-process, or on a cluster with --scheduler).
+    extras_require={"view": ["plotly>=5.0"], "cluster": ["dask>=2024.1.0", "distributed>=2024.1.0"], "tensorboard": ["tensorboard>=2.4"], "tf1": ["tf-slim==1.1.0"]},
     cmdclass={"build_py": BuildPyWithStartupHook},
     entry_points={"console_scripts": ["npu-tf-prof=npu_tf_profiling.cli:main"]},
 )

@@ -222,7 +222,7 @@ def test_rank_without_records_counts_as_missing_everything(tmp_path):
     (empty / "info.json").write_text(json.dumps({"device_id": 2}))
     with pytest.warns(RawDataWarning, match="rank 2 has no training_trace file"):
         analysis = analyze_cluster(tmp_path)
-    assert analysis.data.all_rank_ids == [0, 1, 2]
+    assert analysis.all_rank_ids == [0, 1, 2]
     entry = analysis.report.missing["models"]["1"]["ranks"]["2"]
     assert entry == {"count": 5, "steps": "1-5", "last_step": None, "stopped_early": True}
     assert "(no records at all)" in analysis.report.verdict

@@ -26,7 +26,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pandas as pd
 
@@ -71,15 +71,11 @@ class RankData:
         return 0 if self.trace is None else len(self.trace.frame)
 
 
-@dataclass
-class ClusterData:
-    """Every rank found under ``root``; ``table`` holds the ranks that have records."""
+class RankSet:
+    """Rank numbers and hosts of ``ranks`` (with records) and ``empty_ranks``: a loaded cluster and an analysis share them."""
 
-    root: Path
-    ranks: list[RankData]  # with iteration records, by rank
-    empty_ranks: list[RankData]  # device folders without any record (killed early, trace off...)
-    table: st.StepTraceTable
-    notes: list[str] = field(default_factory=list)
+    ranks: Sequence[Any]  # each with .rank and .host
+    empty_ranks: Sequence[Any]
 
     @property
     def rank_ids(self) -> list[int]:
@@ -90,12 +86,23 @@ class ClusterData:
         return sorted(self.rank_ids + [r.rank for r in self.empty_ranks])
 
     @property
-    def skipped_lines(self) -> int:
-        return sum(r.trace.skipped_count for r in self.ranks + self.empty_ranks if r.trace is not None)
-
-    @property
     def hosts(self) -> list[str]:
         return sorted({r.host for r in self.ranks if r.host})
+
+
+@dataclass
+class ClusterData(RankSet):
+    """Every rank found under ``root``; ``table`` holds the ranks that have records."""
+
+    root: Path
+    ranks: list[RankData]  # with iteration records, by rank
+    empty_ranks: list[RankData]  # device folders without any record (killed early, trace off...)
+    table: st.StepTraceTable
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(r.trace.skipped_count for r in [*self.ranks, *self.empty_ranks] if r.trace is not None)
 
     def task_traced_steps(self) -> frozenset[tuple[int, int]]:
         """``(model_id, step)`` of every step task_trace disturbed on some rank (``task.traced``: a
@@ -153,12 +160,10 @@ def require_prof_dirs_below(root: Path | str) -> list[Path]:
     return found
 
 
-def load_cluster(root: Path | str) -> ClusterData:
-    """Read every rank under ``root`` and build the cluster's step-trace table.
+def rank_folders(root: Path | str) -> list[tuple[Path, Path]]:
+    """(PROF folder, device folder) of every rank folder under ``root``, unread.
 
-    Raises ``BadInputError`` (exit 2) for a bad path, unreadable data or two
-    folders claiming one rank; ``NothingFoundError`` (exit 3) when no PROF
-    folder or no iteration record exists.
+    Raises ``BadInputError`` for a bad path, ``NothingFoundError`` when ``root`` holds no PROF folder.
     """
     root = Path(root)
     prof_dirs = find_prof_dirs_below(root)
@@ -167,16 +172,11 @@ def load_cluster(root: Path | str) -> ClusterData:
             f"{root}: no {layout.PROF_DIR_PREFIX}* folders (expected {layout.PROF_DIR_PREFIX}<pid>_<time>_<id>/"
             f"{layout.DEVICE_DIR_PREFIX}<rank>/ from each worker)"
         )
-    by_rank: dict[int, RankData] = {}
-    claims: dict[int, list[Path]] = {}
-    for prof_dir in prof_dirs:
-        for device_dir in layout.device_dirs(prof_dir):
-            try:
-                device = raw_mod.read_device(device_dir)
-            except OSError as exc:
-                raise BadInputError(f"{device_dir}: cannot read raw data: {exc}") from exc
-            claims.setdefault(device.device_id, []).append(device_dir)
-            by_rank[device.device_id] = RankData(device.device_id, prof_dir, device_dir, device.info, device.trace)
+    return [(prof_dir, device_dir) for prof_dir in prof_dirs for device_dir in layout.device_dirs(prof_dir)]
+
+
+def check_one_folder_per_rank(root: Path | str, claims: dict[int, list[Path]]) -> None:
+    """``BadInputError`` when several device folders claim one rank (``claims``: rank -> its folders)."""
     clashes = {rank: dirs for rank, dirs in claims.items() if len(dirs) > 1}
     if clashes:
         shown = "; ".join(f"rank {rank}: " + ", ".join(str(d) for d in dirs) for rank, dirs in sorted(clashes.items()))
@@ -184,31 +184,85 @@ def load_cluster(root: Path | str) -> ClusterData:
             f"{root}: several folders claim the same rank ({shown}). Give a folder holding one run "
             "(move older runs' PROF_* folders elsewhere), or set DEVICE_ID/RANK_ID per worker"
         )
-    ranks, empty = [], []
-    for rank in sorted(by_rank):
-        data = by_rank[rank]
-        (ranks if data.rows else empty).append(data)
+
+
+@dataclass(frozen=True)
+class RankFound:
+    """What the notes on a cluster's ranks need to know of each rank (read by ``load_cluster`` or a Dask task)."""
+
+    rank: int
+    device_dir: Path
+    info: dict[str, Any]
+    has_trace: bool
+    has_rows: bool
+    run_counter_models: tuple[int, ...] = ()
+
+
+def rank_notes(root: Path | str, found: list[RankFound]) -> list[str]:
+    """Notes on ranks without records (also warned), absent ranks and run-counter Iteration IDs.
+
+    Raises ``NothingFoundError`` when no rank has an iteration record.
+    """
+    found = sorted(found, key=lambda f: f.rank)
+    with_rows = [f for f in found if f.has_rows]
     notes: list[str] = []
-    for data in empty:
-        reason = "no training_trace file" if data.trace is None else "no readable iteration record"
-        notes.append(f"rank {data.rank} ({data.device_dir}): {reason}; all its steps count as missing")
-        warnings.warn(f"{data.device_dir}: rank {data.rank} has {reason}", RawDataWarning, stacklevel=2)
-    if not ranks:
-        raise NothingFoundError(f"{root}: no iteration records in any rank ({len(empty)} rank folder(s) found)")
-    notes.extend(_absent_ranks(sorted(by_rank), by_rank))
-    for data in ranks:
-        by_run = sorted(m for m, source in data.trace.id_source.items() if source == raw_mod.ID_FROM_RUN)
-        if by_run and len(ranks) > 1:
-            notes.append(
-                f"rank {data.rank}: Iteration IDs of model(s) {', '.join(map(str, by_run))} are run counters, "
-                "not the global step, so they may not line up with the other ranks"
-            )
+    for item in found:
+        if item.has_rows:
+            continue
+        reason = "no readable iteration record" if item.has_trace else "no training_trace file"
+        notes.append(f"rank {item.rank} ({item.device_dir}): {reason}; all its steps count as missing")
+        warnings.warn(f"{item.device_dir}: rank {item.rank} has {reason}", RawDataWarning, stacklevel=3)
+    if not with_rows:
+        raise NothingFoundError(f"{root}: no iteration records in any rank ({len(found)} rank folder(s) found)")
+    notes.extend(_absent_ranks([f.rank for f in found], [f.info for f in found]))
+    if len(with_rows) > 1:
+        for item in with_rows:
+            if item.run_counter_models:
+                notes.append(
+                    f"rank {item.rank}: Iteration IDs of model(s) {', '.join(map(str, item.run_counter_models))} are run counters, "
+                    "not the global step, so they may not line up with the other ranks"
+                )
+    return notes
+
+
+def load_cluster(root: Path | str) -> ClusterData:
+    """Read every rank under ``root`` into one process and build the cluster's step-trace table.
+
+    For what needs every rank's rows together (the view's per-phase medians, a
+    timeline file's ranks); ``npu-tf-prof cluster`` itself reads ranks in Dask
+    tasks (``analysis``). Raises ``BadInputError`` (exit 2) for a bad path,
+    unreadable data or two folders claiming one rank; ``NothingFoundError``
+    (exit 3) when no PROF folder or no iteration record exists.
+    """
+    return load_ranks(root, rank_folders(root))
+
+
+def load_ranks(root: Path | str, folders: list[tuple[Path, Path]]) -> ClusterData:
+    """``load_cluster`` of the given (PROF folder, device folder) pairs only."""
+    root = Path(root)
+    by_rank: dict[int, RankData] = {}
+    claims: dict[int, list[Path]] = {}
+    for prof_dir, device_dir in folders:
+        try:
+            device = raw_mod.read_device(device_dir)
+        except OSError as exc:
+            raise BadInputError(f"{device_dir}: cannot read raw data: {exc}") from exc
+        claims.setdefault(device.device_id, []).append(device_dir)
+        by_rank[device.device_id] = RankData(device.device_id, Path(prof_dir), Path(device_dir), device.info, device.trace)
+    check_one_folder_per_rank(root, claims)
+    found = [RankFound(d.rank, d.device_dir, d.info, d.trace is not None, bool(d.rows),
+                       tuple(sorted(m for m, source in d.trace.id_source.items() if source == raw_mod.ID_FROM_RUN)) if d.rows else ())
+             for d in by_rank.values()]
+    notes = rank_notes(root, found)
+    ranks = [by_rank[r] for r in sorted(by_rank) if by_rank[r].rows]
+    empty = [by_rank[r] for r in sorted(by_rank) if not by_rank[r].rows]
     return ClusterData(root=root, ranks=ranks, empty_ranks=empty, table=cluster_table(ranks), notes=notes)
 
 
-def _absent_ranks(found: list[int], by_rank: dict[int, RankData]) -> list[str]:
+def _absent_ranks(found: list[int], infos: list[dict[str, Any]]) -> list[str]:
     """Notes for ranks with no folder: all of 0..rank_size-1 when info.json records the job's size, else gaps."""
-    sizes = [d.info.get("rank_size") for d in by_rank.values()]
+    found = sorted(found)
+    sizes = [info.get("rank_size") for info in infos]
     size = max((v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v > 0), default=None)
     if size is not None:
         absent = sorted(set(range(size)) - set(found))

@@ -198,11 +198,16 @@ def stage_rows(ranks: pd.DataFrame) -> pd.DataFrame:
     return maxima[COLUMNS]
 
 
+def as_csv_rows(ranks: pd.DataFrame) -> pd.DataFrame:
+    """``rank_rows``' rows as the CSV has them: ``Index`` as text, the ``COLUMNS`` in order."""
+    out = ranks[COLUMNS].copy()
+    out[INDEX] = out[INDEX].astype(str)
+    return out
+
+
 def cluster_step_trace_time(table: st.StepTraceTable) -> pd.DataFrame:
     """The CSV's rows: one per (model, step, rank), ``Index`` as text (msprof-analyze's table has no stage rows here)."""
-    ranks = rank_rows(table)
-    ranks[INDEX] = ranks[INDEX].astype(str)
-    return ranks[COLUMNS]
+    return as_csv_rows(rank_rows(table))
 
 
 def whole_us(values: pd.Series) -> pd.Series:
@@ -210,9 +215,29 @@ def whole_us(values: pd.Series) -> pd.Series:
     return pd.Series(np.floor(values.astype("float64").to_numpy() + 0.5), index=values.index).astype("Int64")
 
 
+def _whole_us_text(values: np.ndarray) -> np.ndarray:
+    """``whole_us`` as CSV text (``N/A`` when unknown), formatted by numpy: no Python object per value."""
+    whole = np.floor(values + 0.5)
+    known = ~np.isnan(whole)
+    text = np.full(len(values), st.NA, dtype=object)
+    text[known] = whole[known].astype("int64").astype(str)
+    return text
+
+
+def csv_lines(rows: pd.DataFrame) -> str:
+    """The CSV's lines for ``rows`` (``as_csv_rows``' columns), without the header: what ``to_csv`` writes below it.
+
+    Column-wise text, joined once per line: an order of magnitude faster than
+    ``DataFrame.to_csv`` on these Int64 columns (every rank formats its own lines).
+    """
+    if rows.empty:
+        return ""
+    columns = [rows[STEP].astype("int64").to_numpy().astype(str), rows[TYPE].astype(str).to_numpy(), rows[INDEX].astype(str).to_numpy()]
+    columns += [_whole_us_text(rows[col].to_numpy(dtype="float64", na_value=np.nan)) for col in VALUE_COLUMNS]
+    columns.append(rows[MODEL_ID].astype("int64").to_numpy().astype(str))
+    return "\n".join(map(",".join, zip(*(c.tolist() for c in columns)))) + "\n"
+
+
 def to_csv(rows: pd.DataFrame) -> str:
     """CSV text: whole µs, ``N/A`` for unknown values."""
-    out = rows.copy()
-    for col in VALUE_COLUMNS:
-        out[col] = whole_us(out[col])
-    return out.to_csv(index=False, na_rep=st.NA, lineterminator="\n")
+    return ",".join(COLUMNS) + "\n" + csv_lines(rows)

@@ -55,41 +55,50 @@ class ClockAlignment:
     reason: str = ""
 
 
-def _sync_points(table: st.StepTraceTable) -> tuple[pd.DataFrame, str]:
-    """Per (rank, model, step): the moment all ranks share (last Reduce end, else Iteration End)."""
+def sync_frame(rank: np.ndarray, model: np.ndarray, step: np.ndarray, reduce_end: np.ndarray, end: np.ndarray) -> pd.DataFrame:
+    """Per (rank, model, step) row: the last all-reduce end (NaN without one) and Iteration End, µs."""
+    return pd.DataFrame({"rank": rank.astype("int64"), "model": model.astype("int64"), "step": step.astype("int64"),
+                         "reduce": reduce_end, "end": end})
+
+
+def table_sync_frame(table: st.StepTraceTable) -> pd.DataFrame:
+    """``sync_frame`` of a step-trace table (the per-rank tasks compute the same columns rank by rank)."""
+    from npu_tf_profiling.reports.cluster.rank_task import sync_points
+
+    reduce_end, end = sync_points(table)
     frame = table.frame
-    if table.n_reduce:
-        ends = np.column_stack(
-            [(table.reduce_start(k) + table.reduce_duration(k)).astype("float64").to_numpy(na_value=np.nan) for k in range(table.n_reduce)]
-        )
-        with np.errstate(invalid="ignore"):
-            last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
-        if not np.isnan(last).all():
-            return pd.DataFrame({"rank": frame[st.DEVICE_ID].astype(int), "model": frame[st.MODEL_ID].astype(int),
-                                 "step": frame[st.ITERATION_ID_COL].astype(int), "t": last}), "the last all-reduce end"
-    t = frame[st.ITERATION_END].astype("float64").to_numpy(na_value=np.nan)
-    return pd.DataFrame({"rank": frame[st.DEVICE_ID].astype(int), "model": frame[st.MODEL_ID].astype(int),
-                         "step": frame[st.ITERATION_ID_COL].astype(int), "t": t}), "Iteration End"
+    return sync_frame(frame[st.DEVICE_ID].astype("int64").to_numpy(), frame[st.MODEL_ID].astype("int64").to_numpy(),
+                      frame[st.ITERATION_ID_COL].astype("int64").to_numpy(), reduce_end, end)
 
 
 def align_clocks(data: ClusterData, mode: str = ALIGN_AUTO) -> ClockAlignment:
-    ranks = data.rank_ids
+    """``align_points`` of a loaded cluster."""
+    return align_points(data.rank_ids, data.hosts, lambda: table_sync_frame(data.table), mode)
+
+
+def align_points(ranks: list[int], hosts: list[str], points: Callable[[], pd.DataFrame], mode: str = ALIGN_AUTO) -> ClockAlignment:
+    """Each rank's clock shift (see the module docstring); ``points`` gives the ``sync_frame`` when one is needed.
+
+    The moment lined up is the last all-reduce end when any rank has one, else
+    Iteration End; each rank's shift is the median over the steps it shares
+    with the lowest rank of the difference (the first value of a repeated step).
+    """
     if mode == ALIGN_NONE:
         return ClockAlignment("none", {r: 0.0 for r in ranks}, "asked for raw clocks")
-    if mode == ALIGN_AUTO and len(data.hosts) <= 1:
-        why = "all ranks on one host: one clock" if data.hosts else "hosts unknown (no info.json host): raw clocks"
+    if mode == ALIGN_AUTO and len(hosts) <= 1:
+        why = "all ranks on one host: one clock" if hosts else "hosts unknown (no info.json host): raw clocks"
         return ClockAlignment("none", {r: 0.0 for r in ranks}, why)
-    points, what = _sync_points(data.table)
-    wide = points.pivot_table(index=["model", "step"], columns="rank", values="t", aggfunc="first")
+    frame = points()
+    column, what = ("reduce", "the last all-reduce end") if frame["reduce"].notna().any() else ("end", "Iteration End")
+    firsts = frame.groupby(["rank", "model", "step"], sort=False)[column].first().dropna()
     ref = ranks[0]
-    shifts: dict[int, float] = {}
-    for rank in ranks:
-        if rank == ref or rank not in wide.columns:
-            shifts[rank] = 0.0
-            continue
-        diff = (wide[ref] - wide[rank]).dropna()
-        shifts[rank] = float(np.round(diff.median())) if len(diff) else 0.0
-    return ClockAlignment(what, shifts, f"ranks on {len(data.hosts) or 'unknown'} host(s): shifted onto rank {ref}'s clock by the median difference of {what} over common steps")
+    wide = firsts.reset_index()
+    ref_t = wide[wide["rank"] == ref].set_index(["model", "step"])[column]
+    wide["ref"] = ref_t.reindex(pd.MultiIndex.from_frame(wide[["model", "step"]])).to_numpy()
+    wide["diff"] = wide["ref"] - wide[column]
+    medians = wide.dropna(subset=["diff"]).groupby("rank")["diff"].median()
+    shifts = {r: 0.0 if r == ref or r not in medians.index else float(np.round(medians[r])) for r in ranks}
+    return ClockAlignment(what, shifts, f"ranks on {len(hosts) or 'unknown'} host(s): shifted onto rank {ref}'s clock by the median difference of {what} over common steps")
 
 
 def _shifted(table: st.StepTraceTable, shifts: dict[int, float]) -> st.StepTraceTable:
@@ -149,59 +158,75 @@ RANK_SOURCES: list[RankSource] = [task_source]
 
 # ----- the step trace, written straight to JSON text ----------------------------------------------
 # The same events as ``step_trace_timeline.step_trace_events`` (names, args, tracks, lanes; a test
-# holds the two equal), formatted column by column into JSON text: a 64-rank x 1,000-step cluster
-# has over half a million spans, and building a dict per span then encoding it costs ~4x as much.
+# holds the two equal), formatted column by column into JSON text: 1,024 ranks x 1,000 steps have
+# millions of spans, so every field is a numpy column of strings joined by elementwise ``+`` (one C loop
+# per field), not a dict or an f-string per span.
 _CAT = json.dumps("Step Trace")
+_NA = '"N/A"'
 
 
-def _ints(rows: pd.DataFrame, name: str) -> list[Optional[int]]:
-    col = rows[name]
-    values = col.to_numpy(dtype="float64", na_value=np.nan)
-    return [None if v != v else int(v) for v in values.tolist()]
+def _floats(rows: pd.DataFrame, name: str) -> np.ndarray:
+    return rows[name].to_numpy(dtype="float64", na_value=np.nan)
 
 
-def _j(value: Optional[int]) -> str:
-    return '"N/A"' if value is None else str(value)
+def _text(values: np.ndarray, missing: str = _NA) -> np.ndarray:
+    """Whole numbers as JSON text (object array), ``missing`` where unknown (NaN)."""
+    out = np.full(values.shape, missing, dtype=object)
+    known = ~np.isnan(values)
+    out[known] = values[known].astype(np.int64).astype(str).astype(object)
+    return out
 
 
-class _Kind:
-    """The spans of one track kind of one model: (ts, dur, name JSON, args JSON) each."""
+@dataclass
+class _Spans:
+    """One track kind's spans: start, duration (µs, NaN unknown), name and args as JSON text, in event order."""
 
-    def __init__(self) -> None:
-        self.spans: list[tuple[int, int, str, str]] = []
-        self.negative = 0
+    ts: np.ndarray
+    dur: np.ndarray
+    name: np.ndarray
+    args: np.ndarray
 
-    def add(self, ts: Optional[int], dur: Optional[int], name: str, args: str) -> None:
-        if ts is None or dur is None:
-            return
-        if dur < 0:
-            self.negative += 1
-            return
-        self.spans.append((ts, dur, name, args))
+    @staticmethod
+    def stack(parts: list["_Spans"]) -> "_Spans":
+        """Interleave ``parts`` row by row (span i of every part, then span i + 1), as the per-row loop did."""
+        if not parts:
+            return _Spans(np.zeros(0), np.zeros(0), np.zeros(0, object), np.zeros(0, object))
+        return _Spans(*(np.column_stack([getattr(p, f) for p in parts]).ravel() for f in ("ts", "dur", "name", "args")))
 
 
-def _model_kinds(rows: pd.DataFrame, n_reduce: int) -> dict[str, _Kind]:
-    kinds = {kind: _Kind() for kind in (TRACK_ITERATION, TRACK_PHASES, TRACK_GETNEXT, TRACK_REDUCE)}
-    c = {name: _ints(rows, name) for name in st.BASE_COLUMNS + st.GETNEXT_COLUMNS}
-    reduces = [(_ints(rows, st.reduce_start_key(k)), _ints(rows, st.reduce_duration_key(k))) for k in range(n_reduce)]
-    it_k, ph_k, gn_k, rd_k = (kinds[k] for k in (TRACK_ITERATION, TRACK_PHASES, TRACK_GETNEXT, TRACK_REDUCE))
-    for i, it_id in enumerate(c[st.ITERATION_ID_COL]):
-        fp, bp, end = c[st.FP_START][i], c[st.BP_END][i], c[st.ITERATION_END][i]
-        it_time, fp_bp = c[st.ITERATION_TIME][i], c[st.FP_TO_BP][i]
-        refresh, aug = c[st.ITERATION_REFRESH][i], c[st.DATA_AUG_BOUND][i]
-        jfp, jbp, jend = _j(fp), _j(bp), _j(end)
-        it_k.add(None if end is None or it_time is None else end - it_time, it_time, f'"Iteration {it_id}"',
-                 f'"Iteration ID":{it_id},"FP Start":{jfp},"BP End":{jbp},"Iteration End":{jend},"Iteration Time(us)":{_j(it_time)}')
-        ph_k.add(None if fp is None or aug is None else fp - aug, aug, f'"Data_aug Bound {it_id}"', f'"Data_aug Bound(us)":{_j(aug)}')
-        ph_k.add(fp, fp_bp, f'"FP_BP Time {it_id}"', f'"FP Start":{jfp},"BP End":{jbp},"FP_BP Time(us)":{_j(fp_bp)}')
-        ph_k.add(bp, refresh, f'"Iteration Refresh {it_id}"', f'"BP End":{jbp},"Iteration End":{jend},"Iteration Refresh(us)":{_j(refresh)}')
-        for k, (starts, durs) in enumerate(reduces):
-            start, dur = starts[i], durs[i]
-            rd_k.add(start, dur, f'"Reduce_{it_id}_{k + 1}"',
-                     f'"Reduce Start {k + 1}":{_j(start)},"Reduce End {k + 1}":{_j(None if start is None or dur is None else start + dur)}')
-        gs, ge, gt = c[st.GETNEXT_START][i], c[st.GETNEXT_END][i], c[st.GETNEXT_TIME][i]
-        gn_k.add(gs, gt, '"GetNext"', f'"Iteration ID":{it_id},"GetNext Start":{_j(gs)},"GetNext End":{_j(ge)},"GetNext Time(us)":{_j(gt)}')
-    return kinds
+def _model_spans(rows: pd.DataFrame, n_reduce: int) -> dict[str, _Spans]:
+    f = {name: _floats(rows, name) for name in st.BASE_COLUMNS + st.GETNEXT_COLUMNS}
+    it_id = _text(f[st.ITERATION_ID_COL], "None")
+    fp, bp, end = f[st.FP_START], f[st.BP_END], f[st.ITERATION_END]
+    it_time, fp_bp, refresh, aug = f[st.ITERATION_TIME], f[st.FP_TO_BP], f[st.ITERATION_REFRESH], f[st.DATA_AUG_BOUND]
+    jfp, jbp, jend = _text(fp), _text(bp), _text(end)
+    iteration = _Spans(end - it_time, it_time, '"Iteration ' + it_id + '"',
+                       '"Iteration ID":' + it_id + ',"FP Start":' + jfp + ',"BP End":' + jbp + ',"Iteration End":' + jend
+                       + ',"Iteration Time(us)":' + _text(it_time))
+    phases = _Spans.stack([
+        _Spans(fp - aug, aug, '"Data_aug Bound ' + it_id + '"', '"Data_aug Bound(us)":' + _text(aug)),
+        _Spans(fp, fp_bp, '"FP_BP Time ' + it_id + '"', '"FP Start":' + jfp + ',"BP End":' + jbp + ',"FP_BP Time(us)":' + _text(fp_bp)),
+        _Spans(bp, refresh, '"Iteration Refresh ' + it_id + '"',
+               '"BP End":' + jbp + ',"Iteration End":' + jend + ',"Iteration Refresh(us)":' + _text(refresh)),
+    ])
+    reduces = []
+    for k in range(n_reduce):
+        start, dur = _floats(rows, st.reduce_start_key(k)), _floats(rows, st.reduce_duration_key(k))
+        reduces.append(_Spans(start, dur, '"Reduce_' + it_id + f'_{k + 1}"',
+                              f'"Reduce Start {k + 1}":' + _text(start) + f',"Reduce End {k + 1}":' + _text(start + dur)))
+    gs, ge, gt = f[st.GETNEXT_START], f[st.GETNEXT_END], f[st.GETNEXT_TIME]
+    getnext = _Spans(gs, gt, np.full(len(gs), '"GetNext"', dtype=object),
+                     '"Iteration ID":' + it_id + ',"GetNext Start":' + _text(gs) + ',"GetNext End":' + _text(ge)
+                     + ',"GetNext Time(us)":' + _text(gt))
+    return {TRACK_ITERATION: iteration, TRACK_PHASES: phases, TRACK_GETNEXT: getnext, TRACK_REDUCE: _Spans.stack(reduces)}
+
+
+def _lanes(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``chrome_trace.assign_lanes``, without its Python loop when no two spans overlap (the usual case): all lane 0."""
+    order = np.lexsort((np.arange(len(ts)), dur, ts))
+    if len(ts) < 2 or bool(np.all(ts[order][1:] >= (ts + dur)[order][:-1])):
+        return np.zeros(len(ts), dtype=np.int64)
+    return np.asarray(chrome_trace.assign_lanes(list(zip(ts.astype(np.int64).tolist(), dur.astype(np.int64).tolist()))), dtype=np.int64)
 
 
 def _step_trace_json(table: st.StepTraceTable, labels: dict[int, str]) -> tuple[list[str], list[str], dict[int, int]]:
@@ -218,23 +243,27 @@ def _step_trace_json(table: st.StepTraceTable, labels: dict[int, str]) -> tuple[
         tid = 1
         for model_key, model_rows in device_rows.groupby(st.MODEL_ID, sort=True):
             model_id = int(model_key)
-            for kind, collected in _model_kinds(model_rows, table.n_reduce).items():
-                negative += collected.negative
-                items = collected.spans
-                if not items and kind != TRACK_ITERATION:
+            for kind, kind_spans in _model_spans(model_rows, table.n_reduce).items():
+                known = ~(np.isnan(kind_spans.ts) | np.isnan(kind_spans.dur))
+                keep = known & (kind_spans.dur >= 0)
+                negative += int((known & (kind_spans.dur < 0)).sum())
+                if not keep.any() and kind != TRACK_ITERATION:
                     continue
-                lanes = chrome_trace.assign_lanes([(ts, dur) for ts, dur, _, _ in items])
+                ts, dur = kind_spans.ts[keep], kind_spans.dur[keep]
+                lanes = _lanes(ts, dur)
                 lane_tids: dict[int, int] = {}
-                for lane in sorted(set(lanes)) or [0]:
+                for lane in sorted(set(lanes.tolist())) or [0]:
                     lane_tids[lane] = tid
                     meta.append(dumps(chrome_trace.thread_name_event(pid, tid, model_track_name(model_id, kind, lane)), separators=(",", ":")))
                     meta.append(dumps(chrome_trace.thread_sort_event(pid, tid, tid), separators=(",", ":")))
                     tid += 1
+                if not len(ts):
+                    continue
+                tids = np.array([str(lane_tids[lane]) for lane in range(max(lane_tids) + 1)], dtype=object)[lanes]
                 head = f'"ph":"X","cat":{_CAT},"pid":{pid},"tid":'
-                spans.extend(
-                    f'{{"name":{name},{head}{lane_tids[lane]},"ts":{ts},"dur":{dur},"args":{{{args}}}}}'
-                    for (ts, dur, name, args), lane in zip(items, lanes)
-                )
+                text = ('{"name":' + kind_spans.name[keep] + "," + head + tids + ',"ts":' + _text(ts) + ',"dur":' + _text(dur)
+                        + ',"args":{' + kind_spans.args[keep] + "}}")
+                spans.extend(text.tolist())
         next_tid[pid] = tid
     if negative:
         warnings.warn(
@@ -253,6 +282,12 @@ def _rank_label(rank: RankData) -> str:
 
 def cluster_timeline_json(data: ClusterData, alignment: ClockAlignment, with_tasks: bool = True) -> tuple[str, int, list[str]]:
     """The merged timeline as JSON text (a Chrome trace array), its event count, and notes on what was left out."""
+    events, notes = cluster_timeline_events(data, alignment, with_tasks)
+    return "[" + ",".join(events) + "]\n", len(events), notes
+
+
+def cluster_timeline_events(data: ClusterData, alignment: ClockAlignment, with_tasks: bool = True) -> tuple[list[str], list[str]]:
+    """The merged timeline's events, each as JSON text, and notes on what was left out."""
     table = _shifted(data.table, alignment.shifts_us)
     meta, spans, next_tid = _step_trace_json(table, {r.rank: _rank_label(r) for r in data.ranks})
     encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
@@ -273,5 +308,4 @@ def cluster_timeline_json(data: ClusterData, alignment: ClockAlignment, with_tas
                 tids = [e["tid"] for e in events if isinstance(e.get("tid"), int)]
                 if tids:
                     next_tid[rank.rank] = max(tids) + 1
-    parts = meta + spans + extra
-    return "[" + ",".join(parts) + "]\n", len(parts), notes
+    return meta + spans + extra, notes

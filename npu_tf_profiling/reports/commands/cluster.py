@@ -7,7 +7,9 @@ style ``cluster_step_trace_time.csv``, ``slow_rank.json`` + ``slow_rank.txt``
 and ``cluster_timeline.json``; writes the msprof-analyze folder of any rank
 that lacks one (a killed worker never wrote its reports); prints the verdict
 (``--json``: slow_rank.json) on stdout and the written files on stderr. Missing steps are reported, and do
-not fail the command. Exit codes: 0 written, 2 bad input (missing path, a
+not fail the command. The per-rank work runs as Dask tasks: in this process by
+default, on a running Dask cluster with ``--scheduler tcp://HOST:PORT`` (or
+``DASK_SCHEDULER_ADDRESS``); without Dask installed it says how to install it. Exit codes: 0 written, 2 bad input (missing path, a
 device folder, two folders claiming one rank, unreadable data), 3 no
 iteration records. Never imports TensorFlow.
 """
@@ -18,6 +20,7 @@ import sys
 
 from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import slow_rank as sr
+from npu_tf_profiling.reports.cluster.engine import SCHEDULER_ENV, scheduler_address
 from npu_tf_profiling.exit_codes import EXIT_OK
 from npu_tf_profiling.reports.commands.common import warnings_to
 from npu_tf_profiling.reports.cluster.analysis import write_cluster_analysis
@@ -35,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-tasks", action="store_true", help="leave task_trace tasks out of the timeline")
     parser.add_argument("--min-share", type=float, default=sr.Settings.min_share,
                         help="share of steps that makes a rank consistently slow / waited for (default 0.5)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help=f"run the per-rank tasks on this Dask scheduler's workers (default: ${SCHEDULER_ENV}, "
+                             "else Dask's local scheduler in this process); workers read the rank folders at the same path. "
+                             "'processes': Dask's local scheduler with a pool of processes on this host (every core, no server)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     settings = sr.Settings(min_share=args.min_share)
     with warnings_to(PROG, sys.stderr):
         try:
-            analysis = write_cluster_analysis(args.path, args.output_dir, settings, args.align, with_tasks=not args.no_tasks)
+            analysis = write_cluster_analysis(args.path, args.output_dir, settings, args.align, with_tasks=not args.no_tasks,
+                                              scheduler=scheduler_address(args.scheduler))
         except ReportError as exc:
             sys.stderr.write(f"{PROG}: error: {exc}\n")
             return exc.exit_code

@@ -4,9 +4,16 @@ Input is ``cluster.analysis.analyze_cluster``'s result (nothing is written):
 the same rank table and verdict as ``npu-tf-prof cluster``. Medians use the
 summary's basis on each rank (steady iterations), less the steps task_trace
 disturbed on any rank, as the slow-rank tests do.
+
+A page must open at thousands of ranks: past ``MAX_RANK_ROWS`` ranks a
+heatmap row is a bin of consecutive ranks showing their maximum (a slow rank
+stays visible), as steps are binned past ``phases.MAX_POINTS``; past
+``MAX_RANK_BARS`` ranks the medians are one series per phase over the ranks,
+not one bar group per rank.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -21,13 +28,15 @@ from npu_tf_profiling.reports.view.page import Page, text
 
 HEATMAP_METRICS = ((st.ITERATION_TIME, ph.ITERATION_TIME), (st.DATA_AUG_BOUND, ph.DATA_AUG))
 MEDIAN_PHASES = (ph.ITERATION_TIME, ph.GETNEXT, ph.DATA_AUG, ph.FP_BP, ph.REDUCE, ph.REFRESH)
+MAX_RANK_ROWS = 256
+MAX_RANK_BARS = 16
 
 
 def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
-    data = analysis.data
+    data = analysis.load_data()
     page.heading(2, f"Cluster: {len(data.ranks)} ranks under {data.root}")
     page.preformatted(analysis.report.verdict)
-    frame = sm.annotated_frame(data.table, (np.zeros(len(data.table), bool), _disturbed(data.table, data.task_traced_steps())))
+    frame = sm.annotated_frame(data.table, (np.zeros(len(data.table), bool), _disturbed(data.table, analysis.traced_steps)))
     for model_id, rows in frame.groupby(st.MODEL_ID, sort=True):
         page.heading(3, f"Model ID {int(model_id)}: ranks × steps")
         for column, label in HEATMAP_METRICS:
@@ -36,7 +45,7 @@ def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
             note = binning.note("steps")
             if note:
                 page.paragraph(note, "note")
-            page.chart(heatmap_figure(wide, label, binning), height=max(220, 40 * len(wide) + 140))
+            page.chart(heatmap_figure(wide, label, binning), height=max(220, 40 * min(len(wide), 24) + 140))
         page.chart(medians_figure(rows), height=380)
 
 
@@ -47,29 +56,49 @@ def _disturbed(table: st.StepTraceTable, steps: frozenset[tuple[int, int]]) -> n
 
 
 def heatmap_figure(wide: pd.DataFrame, label: str, binning: ph.Binning) -> dict[str, Any]:
-    """Ranks (rows) × steps (columns) of one metric; past ``phases.MAX_POINTS`` steps, bin means."""
+    """Ranks (rows) × steps (columns) of one metric; past ``phases.MAX_POINTS`` steps, bin means; past
+    ``MAX_RANK_ROWS`` ranks, the maximum over bins of consecutive ranks."""
     values = wide.to_numpy(dtype="float64", na_value=np.nan)
     steps = wide.columns.to_numpy(dtype="int64")
     z = np.vstack([binning.mean(row) for row in values]) if len(values) else values
-    ranks = [f"rank {int(r)}" for r in wide.index]
-    trace = {"type": "heatmap", "z": np.round(z, 1), "x": binning.first(steps), "y": ranks, "colorscale": "Viridis",
+    ranks = [int(r) for r in wide.index]
+    per_row = -(-len(ranks) // MAX_RANK_ROWS) if len(ranks) > MAX_RANK_ROWS else 1
+    if per_row > 1:
+        padded = np.full((-(-len(ranks) // per_row) * per_row, z.shape[1]), np.nan)
+        padded[: len(z)] = z
+        with warnings.catch_warnings():  # an all-NaN bin stays NaN (unknown)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            z = np.nanmax(padded.reshape(-1, per_row, z.shape[1]), axis=1)
+        labels = [f"ranks {ranks[i]}-{ranks[min(i + per_row, len(ranks)) - 1]}" for i in range(0, len(ranks), per_row)]
+    else:
+        labels = [f"rank {r}" for r in ranks]
+    trace = {"type": "heatmap", "z": np.round(z, 1), "x": binning.first(steps), "y": labels, "colorscale": "Viridis",
              "colorbar": {"title": {"text": US}}, "hovertemplate": "%{y}, step %{x}: %{z:,.0f} µs<extra></extra>"}
     title = f"{label} per rank and step" + (f" (means of {binning.size} steps)" if binning.binned else "")
+    if per_row > 1:
+        title += f" (each row the maximum of {per_row} ranks)"
     return {"data": [trace], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "Step (Iteration ID)"}},
                                         "yaxis": {"autorange": "reversed"}}}
 
 
 def medians_figure(rows: pd.DataFrame) -> dict[str, Any]:
-    """Each phase's median per rank, ranks side by side."""
+    """Each phase's median per rank: bars side by side for a few ranks, one series per phase over many."""
     medians: dict[int, dict[str, float]] = {}
     for rank, group in rows.groupby(st.DEVICE_ID, sort=True):
         _, used, _ = sm.basis_rows(group)
         values = ph.phase_values(used)
         medians[int(rank)] = {name: _median(values[name]) for name in MEDIAN_PHASES}
     shown = [name for name in MEDIAN_PHASES if any(not np.isnan(m[name]) for m in medians.values())]
+    title = {"text": "Median of each phase per rank (steady steps)"}
+    if len(medians) > MAX_RANK_BARS:
+        ranks = list(medians)
+        data = [{"type": "scattergl", "mode": "markers", "name": text(n), "x": ranks, "y": [round(medians[r][n], 1) for r in ranks],
+                 "hovertemplate": f"{text(n)}, " + "rank %{x}: %{y:,.0f} µs<extra></extra>"} for n in shown]
+        return {"data": data, "layout": {"title": title, "xaxis": {"title": {"text": "Rank"}},
+                                         "yaxis": {"title": {"text": US}}, "legend": {"orientation": "h", "y": -0.15}}}
     data = [{"type": "bar", "name": f"rank {rank}", "x": [text(n) for n in shown], "y": [round(m[n], 1) for n in shown],
              "hovertemplate": f"rank {rank}, " + "%{x}: %{y:,.0f} µs<extra></extra>"} for rank, m in medians.items()]
-    return {"data": data, "layout": {"title": {"text": "Median of each phase per rank (steady steps)"}, "barmode": "group",
+    return {"data": data, "layout": {"title": title, "barmode": "group",
                                      "yaxis": {"title": {"text": US}}, "legend": {"orientation": "h", "y": -0.15}}}
 
 

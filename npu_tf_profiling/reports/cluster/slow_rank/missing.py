@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.cluster import step_table as cst
@@ -20,28 +21,39 @@ def step_ranges(steps: list[int]) -> str:
 
 
 def missing_steps(rows: pd.DataFrame, all_ranks: list[int]) -> dict[str, Any]:
-    """Steps some ranks lack, per model: {"models": {model: {...}}, "total_missing": n}."""
+    """Steps some ranks lack, per model: {"models": {model: {...}}, "total_missing": n}.
+
+    One (rank x step) presence matrix per model (a byte per cell), so thousands
+    of ranks cost a few vectorised passes; Python only touches the ranks that lack steps.
+    """
     models: dict[str, Any] = {}
     total = 0
+    ranks = np.asarray(sorted(set(all_ranks) | set(rows[cst.INDEX].astype("int64").unique().tolist())), dtype=np.int64)
+    order = {int(r): i for i, r in enumerate(ranks)}
     for model, group in rows.groupby(cst.MODEL_ID, sort=True):
-        present = {int(r): set(g[cst.STEP].astype(int).tolist()) for r, g in group.groupby(cst.INDEX)}
-        union = set().union(*present.values())
-        lo, hi = min(union), max(union)
+        steps = group[cst.STEP].to_numpy(dtype=np.int64)
+        union = np.unique(steps)
+        present = np.zeros((len(ranks), len(union)), dtype=bool)
+        present[np.searchsorted(ranks, group[cst.INDEX].to_numpy(dtype=np.int64)), np.searchsorted(union, steps)] = True
+        lo, hi = int(union[0]), int(union[-1])
         entry: dict[str, Any] = {"steps": len(union), "first_step": lo, "last_step": hi, "ranks": {}}
+        lacking_counts = len(union) - present.sum(axis=1)
         for rank in all_ranks:
-            own = present.get(rank, set())
-            lacking = sorted(union - own)
-            if not lacking:
+            i = order[int(rank)]
+            if not lacking_counts[i]:
                 continue
+            lacking = union[~present[i]].tolist()
+            own = union[present[i]]
+            last = int(own[-1]) if len(own) else None
             total += len(lacking)
             entry["ranks"][str(rank)] = {
                 "count": len(lacking),
                 "steps": step_ranges(lacking),
-                "last_step": max(own) if own else None,
-                "stopped_early": not own or max(own) < hi,  # the others went on after its last step
+                "last_step": last,
+                "stopped_early": last is None or last < hi,  # the others went on after its last step
             }
-        holes = sorted(set(range(lo, hi + 1)) - union)
-        if holes:
+        if hi - lo + 1 > len(union):
+            holes = np.setdiff1d(np.arange(lo, hi + 1), union).tolist()
             entry["absent_on_every_rank"] = {"count": len(holes), "steps": step_ranges(holes)}
         models[str(int(model))] = entry
     return {"models": models, "total_missing": total}

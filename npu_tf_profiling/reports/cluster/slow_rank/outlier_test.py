@@ -1,6 +1,7 @@
 """The per-step high-outlier tests: Dixon's Q for fewer than 10 ranks, leave-one-out 3 sigma above; and the binomial tail."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -74,9 +75,15 @@ def binomial_tail(k: int, n: int, p: float) -> float:
         return 1.0
     if p >= 1.0:
         return 1.0
+    total = 0.0
+    for term in _binomial_terms(n, p)[k:]:
+        total += term
+    return min(1.0, total)
+
+
+@functools.lru_cache(maxsize=64)
+def _binomial_terms(n: int, p: float) -> tuple[float, ...]:
+    """P(X = i) for i = 0..n: computed once per (steps, ranks), as thousands of ranks ask with the same n and p."""
     log_p, log_q = math.log(p), math.log1p(-p)
     base = math.lgamma(n + 1)
-    total = 0.0
-    for i in range(k, n + 1):
-        total += math.exp(base - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q)
-    return min(1.0, total)
+    return tuple(math.exp(base - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q) for i in range(n + 1))

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.cluster import step_table as cst
-from npu_tf_profiling.reports.cluster.slow_rank.common import Settings, effect_floor, median_without, metric_matrix, nanmedian, rounded_us
+from npu_tf_profiling.reports.cluster.slow_rank.common import (
+    Settings, effect_floor, median_without, medians_without_each, metric_matrix, nanmedian, rounded_us,
+)
 from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import high_outliers, test_method
 
 @dataclass
@@ -59,10 +61,11 @@ def outliers(rows: pd.DataFrame, metric: str, settings: Settings = Settings()) -
             if not medians[j] - nanmedian(np.delete(medians, j)) >= overall_floor:
                 median_flags[j] = False
     counts = np.bincount(c_i, minlength=len(cols))
+    others_medians = medians_without_each(medians)
+    tested_counts = (tested_rows[:, None] & ~np.isnan(values)).sum(axis=0)
     for j, rank in enumerate(cols):
-        tested = int((tested_rows & ~np.isnan(values[:, j])).sum())
-        others = np.delete(medians, j)
-        others_median = float(nanmedian(others)) if len(others) else float("nan")
+        tested = int(tested_counts[j])
+        others_median = float(others_medians[j])
         m = MetricRank(
             rank=rank,
             steps_tested=tested,

@@ -92,11 +92,11 @@ class SlowRankReport:
 def communication_shares(rows: pd.DataFrame) -> dict[str, Any]:
     """Share of iteration time that is communication not overlapped, per rank and for the slowest rank per step."""
     steady = rows[rows[cst.PREPARING].notna()]
-    per_rank: dict[str, Optional[float]] = {}
-    for rank, g in steady.groupby(cst.INDEX, sort=True):
-        it = g[cst.ITERATION_TIME].sum()
-        per_rank[str(int(rank))] = float(g[cst.COMM_NOT_OVERLAPPED].sum() / it) if it > 0 else None
-    stage = cst.stage_rows(steady) if not steady.empty else steady
+    columns = [cst.ITERATION_TIME, cst.COMM_NOT_OVERLAPPED, cst.OVERLAPPED]
+    sums = steady.groupby(cst.INDEX, sort=True)[columns].sum()
+    per_rank = {str(int(rank)): (float(r[cst.COMM_NOT_OVERLAPPED] / r[cst.ITERATION_TIME]) if r[cst.ITERATION_TIME] > 0 else None)
+                for rank, r in zip(sums.index, sums.to_dict("records"))}
+    stage = steady.groupby([cst.MODEL_ID, cst.STEP], sort=False)[columns].max()  # the per-step maximum over the ranks
     it = stage[cst.ITERATION_TIME].sum() if not steady.empty else 0
     return {
         "not_overlapped_share_per_rank": {k: (None if v is None else round(v, 4)) for k, v in per_rank.items()},
@@ -112,6 +112,8 @@ def without_steps(rows: pd.DataFrame, left_out: frozenset[tuple[int, int]]) -> t
     A step task-traced on one rank is left out for all: the rank's FULL_TRACE
     slows it, and the other ranks then wait for it in the all-reduce.
     """
+    if not left_out:
+        return rows, []
     keys = list(zip(rows[cst.MODEL_ID].astype(int).tolist(), rows[cst.STEP].astype(int).tolist()))
     drop = np.fromiter((key in left_out for key in keys), dtype=bool, count=len(keys))
     if not drop.any():

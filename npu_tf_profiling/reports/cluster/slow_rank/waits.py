@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.cluster import step_table as cst
-from npu_tf_profiling.reports.cluster.slow_rank.common import Settings, effect_floor, median_without, metric_matrix, nanmedian, rounded_us
+from npu_tf_profiling.reports.cluster.slow_rank.common import (
+    Settings, effect_floor, median_without, medians_without_each, metric_matrix, nanmedian, rounded_us,
+)
 from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import binomial_tail
 
 @dataclass
@@ -50,15 +52,17 @@ def wait_votes(rows: pd.DataFrame, settings: Settings = Settings()) -> WaitResul
     imposed = median_without(values, v_rows, winner) - sub[np.arange(len(v_rows)), winner]
     counted = imposed >= floor[v_rows]
     medians = nanmedian(values, axis=0)
+    others_medians = medians_without_each(medians)
+    present = ~np.isnan(values)
+    steps_voted = (voting[:, None] & present).sum(axis=0)
     for j, rank in enumerate(cols):
         w = result.ranks[rank]
-        w.steps_voted = int((voting & ~np.isnan(values[:, j])).sum())
+        w.steps_voted = int(steps_voted[j])
         mine = counted & (winner == j)
         w.votes = int(mine.sum())
         w.share = w.votes / w.steps_voted if w.steps_voted else 0.0
         w.median_reduce_us = rounded_us(medians[j])
-        others = np.delete(medians, j)
-        w.others_median_reduce_us = rounded_us(nanmedian(others)) if len(others) else None
+        w.others_median_reduce_us = rounded_us(others_medians[j]) if len(cols) > 1 else None
         w.median_wait_imposed_us = rounded_us(np.median(imposed[mine])) if w.votes else None
         w.p_value = binomial_tail(w.votes, w.steps_voted, 1.0 / len(cols)) if w.steps_voted else None
         w.makes_others_wait = (w.steps_voted > 0 and w.share >= settings.min_share

@@ -1,0 +1,109 @@
+"""Where the cluster analysis' tasks run: Dask, in this process by default, or on a running Dask cluster.
+
+The pattern of NVIDIA Nsight Systems' recipes: the per-rank work is a list of
+``dask.delayed`` tasks, the same graph whichever scheduler runs it.
+
+* No address (or ``threads``): Dask's local threaded scheduler, inside this
+  process (no server to start; numpy and file reads release the GIL, the
+  Python parts of a rank's work do not).
+* ``processes``: Dask's local multiprocessing scheduler (still no server): a
+  pool of worker processes on this host, so the Python parts use every core.
+* ``tcp://HOST:PORT`` (``--scheduler``, or ``DASK_SCHEDULER_ADDRESS``): a
+  ``distributed.Client`` hands the same tasks to that cluster's workers, which
+  read the rank folders at the same path (shared storage) and send back the
+  compact per-rank results. Start one with ``dask scheduler`` and
+  ``dask worker tcp://HOST:8786`` on each host (README).
+
+Dask is the ``cluster`` extra; without it the command says how to install it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
+from contextlib import contextmanager
+
+from npu_tf_profiling.reports.errors import BadInputError
+
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+LOCAL_SCHEDULERS = ("threads", "processes")
+INSTALL_HINT = "pip install 'npu_tf_profiling[cluster]' (or: pip install dask distributed)"
+CONNECT_TIMEOUT_S = 30
+
+T = TypeVar("T")
+
+
+class DaskMissingError(BadInputError):
+    """Dask is not installed (exit 2, with the install command)."""
+
+
+def _dask() -> Any:
+    try:
+        import dask
+    except ImportError as exc:
+        raise DaskMissingError(f"the cluster analysis runs on Dask, which is not installed ({exc}): {INSTALL_HINT}") from exc
+    return dask
+
+
+@dataclass
+class Engine:
+    """Runs lists of tasks; ``where`` says where, for the notes."""
+
+    where: str
+    client: Any = None  # a distributed.Client, or None for a local scheduler
+    local: str = "threads"  # the local scheduler without a client
+
+    @property
+    def workers(self) -> int:
+        """How many tasks can run at once (threads here, or over the cluster's workers)."""
+        if self.client is None:
+            return os.cpu_count() or 1
+        return max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info().get("workers", {}).values()))
+
+    def map(self, func: Callable[..., T], items: Sequence[Any], *args: Any) -> list[T]:
+        """``[func(item, *args) for item in items]``, each call one Dask task, results in order."""
+        dask = _dask()
+        tasks = [dask.delayed(func, pure=False)(item, *args) for item in items]
+        if not tasks:
+            return []
+        if self.client is not None:
+            return list(self.client.compute(tasks, sync=True))
+        return list(dask.compute(*tasks, scheduler=self.local, num_workers=os.cpu_count() or 1))
+
+
+def scheduler_address(given: Optional[str]) -> Optional[str]:
+    """``--scheduler``, else ``DASK_SCHEDULER_ADDRESS``, else None (in-process)."""
+    address = given or os.environ.get(SCHEDULER_ENV) or None
+    return address.strip() if address else None
+
+
+@contextmanager
+def open_engine(address: Optional[str] = None) -> Iterator[Engine]:
+    """The engine for ``address`` (see ``scheduler_address``); a client is closed on the way out."""
+    _dask()
+    if not address or address in LOCAL_SCHEDULERS:
+        local = address or "threads"
+        where = "Dask's local scheduler in this process" if local == "threads" else "Dask's local scheduler with a process pool"
+        yield Engine(where=where, local=local)
+        return
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise DaskMissingError(f"--scheduler needs dask.distributed, which is not installed ({exc}): {INSTALL_HINT}") from exc
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise BadInputError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+    try:
+        workers = len(client.scheduler_info().get("workers", {}))
+        yield Engine(where=f"the Dask cluster at {address} ({workers} worker(s))", client=client)
+    finally:
+        client.close()
+
+
+def batches(items: Sequence[T], tasks_per_worker: int = 8, workers: int = 0) -> list[list[T]]:
+    """``items`` cut into about ``tasks_per_worker`` x workers batches (at least one item each), in order."""
+    workers = workers or os.cpu_count() or 1
+    count = max(1, min(len(items), tasks_per_worker * workers))
+    size = -(-len(items) // count) if items else 1
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]

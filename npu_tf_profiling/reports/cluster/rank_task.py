@@ -1,0 +1,146 @@
+"""The per-rank work of the cluster analysis, one Dask task per batch of ranks: raw data in, compact columns out.
+
+A task reads a rank's raw records, computes its step-trace table with the
+single-device formulas (so a cluster row always equals the rank's own CSV row),
+formats its ``cluster_step_trace_time.csv`` lines, and writes its
+msprof-analyze folder when that is missing or older than the raw data (a
+worker that was killed never wrote its reports). What comes back is small and
+fixed per (step, rank): the few columns the cross-rank questions need, the
+rank's CSV lines as bytes, and its clock-sync points. The raw rows and the
+step table never leave the task, so no process ever holds every rank's raw
+rows (``docs/scale.md``).
+
+Tasks take and return plain data (paths as strings, numpy/pandas columns),
+so they run the same on Dask's in-process scheduler and on a remote Dask
+worker, which reads the rank folders at the same path (shared storage).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.task import traced as task_traced
+
+# The per-(step, rank) columns the cross-rank work reads (slow-rank tests, communication shares, the view's heatmaps).
+ANALYSIS_COLUMNS = [cst.DATA_AUG_BOUND, cst.FP_TO_BP, cst.REDUCE, cst.ITERATION_TIME, cst.PREPARING,
+                    cst.COMM_NOT_OVERLAPPED, cst.OVERLAPPED]
+SYNC_REDUCE = "sync_reduce"  # the step's last all-reduce end (µs, the rank's clock)
+SYNC_END = "sync_end"  # its Iteration End
+
+
+@dataclass
+class RankPart:
+    """What one rank's task returns (see the module docstring)."""
+
+    rank: int
+    prof_dir: str
+    device_dir: str
+    info: dict[str, Any]
+    has_trace: bool  # a training_trace file exists
+    skipped_lines: int = 0
+    run_counter_models: list[int] = field(default_factory=list)  # models whose Iteration IDs are run counters
+    rows: Optional[pd.DataFrame] = None  # Model ID, Step, Index + ANALYSIS_COLUMNS + the two sync columns, by (model, step)
+    count: int = 0  # its iteration rows (``rows`` is handed on to the cross-rank table)
+    csv: bytes = b""  # its cluster_step_trace_time.csv lines, in ``rows``' order
+    csv_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), "int64"))  # (model, step) of each line
+    n_reduce: int = 0
+    traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
+    layout_written: bool = False
+    layout_error: Optional[str] = None
+    layout_note: Optional[str] = None  # a long rank's folder holds only the databases (``msprof.writer.is_long``)
+    timeline_notes: list[str] = field(default_factory=list)  # what its timeline fragment left out
+
+    @property
+    def host(self) -> Optional[str]:
+        value = self.info.get("host")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    write_layouts: bool = False  # write missing or stale msprof-analyze folders
+    fragments: Optional[str] = None  # write each rank's timeline fragment into this folder (``timeline_files``)
+    with_tasks: bool = True  # task_trace tasks in the timeline
+
+
+def rank_batch(device_dirs: list[tuple[str, str]], options: TaskOptions) -> list[RankPart]:
+    """The task: ``rank_part`` of each (prof_dir, device_dir) of a batch (batches keep the task count low)."""
+    return [rank_part(prof_dir, device_dir, options) for prof_dir, device_dir in device_dirs]
+
+
+def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions()) -> RankPart:
+    device = raw_mod.read_device(device_dir)
+    part = RankPart(rank=device.device_id, prof_dir=prof_dir, device_dir=device_dir, info=device.info,
+                    has_trace=device.trace is not None)
+    if device.trace is None:
+        return part
+    part.skipped_lines = device.trace.skipped_count
+    frame = device.trace.frame
+    if frame.empty:
+        return part
+    part.run_counter_models = sorted(m for m, source in device.trace.id_source.items() if source == raw_mod.ID_FROM_RUN)
+    part.n_reduce = st.max_reduce_groups(frame)
+    table = st.compute_step_trace(frame, device.device_id, part.n_reduce)
+    rows = cst.rank_rows(table)
+    part.csv = cst.csv_lines(cst.as_csv_rows(rows)).encode()
+    part.csv_keys = rows[[cst.MODEL_ID, cst.STEP]].to_numpy(dtype="int64")
+    sync = sync_points(table)  # in the table's order; rank_rows sorts by (model, step)
+    order = np.lexsort((table.frame[st.ITERATION_ID_COL].astype("int64").to_numpy(), table.frame[st.MODEL_ID].astype("int64").to_numpy()))
+    compact = rows[[cst.MODEL_ID, cst.STEP, cst.INDEX] + ANALYSIS_COLUMNS].copy()
+    compact[SYNC_REDUCE] = sync[0][order]
+    compact[SYNC_END] = sync[1][order]
+    part.rows = compact
+    part.count = len(compact)
+    _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
+    hit = frame[disturbed]
+    part.traced_steps = frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))
+    if options.fragments:
+        from npu_tf_profiling.reports.cluster.data import RankData
+        from npu_tf_profiling.reports.cluster.timeline_files import write_fragment
+
+        rank = RankData(device.device_id, Path(prof_dir), Path(device_dir), device.info, device.trace)
+        part.timeline_notes = write_fragment(options.fragments, rank, table, options.with_tasks)
+    if options.write_layouts:
+        _write_layout(part, device, table)
+    return part
+
+
+def sync_points(table: st.StepTraceTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the last all-reduce end (NaN without one) and Iteration End: the moments all ranks share."""
+    end = table.frame[st.ITERATION_END].astype("float64").to_numpy(na_value=np.nan)
+    if not table.n_reduce:
+        return np.full(len(end), np.nan), end
+    rs, rd = table.reduce_arrays()
+    ends = rs + rd
+    with np.errstate(invalid="ignore"):
+        last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
+    return last, end
+
+
+def _write_layout(part: RankPart, device: raw_mod.DeviceRaw, table: st.StepTraceTable) -> None:
+    """The rank's msprof-analyze folder, when missing or stale. Never fails the analysis: an error becomes a note."""
+    from npu_tf_profiling.reports.msprof import names
+    from npu_tf_profiling.reports.msprof.rank_model import build_rank_model
+    from npu_tf_profiling.reports.msprof.writer import is_long, is_stale, long_rank_note, write_rank_folder
+    from npu_tf_profiling.reports.task.table import load_device_tasks
+
+    prof_dir = Path(part.prof_dir)
+    try:
+        if not is_stale(prof_dir, part.rank, device.device_dir, device.info):
+            return
+        tasks = load_device_tasks(device.device_dir, part.rank, device.info, device.trace)
+        model = build_rank_model(part.rank, prof_dir, device.info, table, tasks)
+        folder = names.rank_folder(prof_dir, model.host, model.rank)
+        write_rank_folder(model, folder)
+        part.layout_written = True
+        part.layout_note = long_rank_note(model, folder) if is_long(model) else None
+    except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user the analysis
+        part.layout_error = repr(exc)
