@@ -15,7 +15,6 @@ from typing import Any, Callable, Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
-from npu_tf_profiling.reports.cluster.data import ClusterData
 from npu_tf_profiling.reports.msprof import communication_json, kernel_details, names, profiler_info, step_trace_time
 from npu_tf_profiling.reports.msprof import trace_view
 from npu_tf_profiling.reports.msprof.analysis_db import write_analysis_db
@@ -127,20 +126,3 @@ def is_stale(prof_dir: Path, rank: int, device_dir: Path, info: dict[str, Any]) 
     raw_files = [*layout.training_trace_files(device_dir), device_dir / layout.DATA_DIR / layout.TASK_TRACE_FILE]
     newest = max((os.stat(p).st_mtime for p in raw_files if p.is_file()), default=0.0)
     return db.stat().st_mtime < newest
-
-
-def write_stale_rank_layouts(cluster: ClusterData) -> list[int]:
-    """Write the folder of every rank of a cluster whose folder is missing or stale; returns those ranks.
-
-    A worker that was killed never wrote its reports; the cluster analysis has
-    already read its raw data, so its folder is built from that.
-    """
-    rewritten = []
-    for data in cluster.ranks:
-        if not is_stale(data.prof_dir, data.rank, data.device_dir, data.info):
-            continue
-        tasks = load_device_tasks(data.device_dir, data.rank, data.info, data.trace)
-        model = build_rank_model(data.rank, data.prof_dir, data.info, device_table(cluster.table, data.rank), tasks)
-        write_rank_folder(model, names.rank_folder(data.prof_dir, model.host, model.rank))
-        rewritten.append(data.rank)
-    return rewritten
