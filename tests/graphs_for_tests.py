@@ -81,6 +81,24 @@ def cnn_graph(optimizer: str = "sgd") -> tf.Graph:
     return graph
 
 
+def sparse_embedding_graph() -> tf.Graph:
+    """An embedding table as a ref variable (TF1 scripts' default), fed ids and values, under TF1 Adam.
+
+    Adam's sparse update of a ref variable is ``AssignSub(var, lr * m_t / ...)`` with ``m_t`` a
+    ``ScatterAdd`` of the gradient's values into a slot (AutoInt_ID0189's embedding, issue 42).
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        ids = tf1.placeholder(tf.int32, [None, 7], name="feat_index")
+        values = tf1.placeholder(tf.float32, [None, 7, 1], name="feat_value")
+        table = tf1.get_variable("feature_embeddings", [100, 8], use_resource=False)
+        embedded = tf.nn.embedding_lookup(table, ids) * values
+        hidden = tf1.layers.dense(tf.reshape(embedded, [-1, 56]), 16, activation=tf.nn.relu, name="hidden")
+        loss = tf.reduce_mean(tf.square(tf1.layers.dense(hidden, 1, name="out")))
+        tf1.train.AdamOptimizer(1e-3).minimize(loss, name="train_op")
+    return graph
+
+
 def feed_dict_graph() -> tf.Graph:
     """Placeholders for features, labels, a scalar learning rate and a scalar
     keep_prob, plus Keras-style PlaceholderWithDefault flag: only x and y are

@@ -233,6 +233,18 @@ def test_clip_by_global_norm() -> None:
     assert_on_training_path(graph, points)
 
 
+def test_sparse_adam_update_of_a_ref_embedding_is_followed_back_to_its_gradient() -> None:
+    """The embedding's update value is Adam's arithmetic over a ScatterAdd into its slot (itself an update):
+    BP is followed through it to backprop's last op, not left on Adam's truediv (AutoInt, issue 42)."""
+    graph = graphs.sparse_embedding_graph()
+    points = find_trace_points(graph)
+    assert "(AssignSub, ResourceApplyAdam, ScatterAdd)" in reason(points, "bp = ")  # the table a ref variable
+    assert is_gradient_name(points.bp) and not points.bp.startswith("Adam/"), points.bp
+    assert "the one for feature_embeddings" in reason(points, "bp = ")
+    assert not [t for t in points.bp_inputs if t.startswith("Adam/")], points.bp_inputs
+    assert_on_training_path(graph, points)
+
+
 def test_gradient_accumulation_assign_add_updates() -> None:
     graph = graphs.accumulation_graph()
     points = find_trace_points(graph)

@@ -50,6 +50,7 @@ def _gradients_read(index: GraphIndex, updates: Updates, regions: Regions,
     backward, after = regions.backward, collectives.after
     comm_mask = mask_of(len(index), collectives.ops)
     gradient_mask = mask_of(len(index), updates.gradient_ops)
+    update_mask = mask_of(len(index), updates.ops)
     per_consumer: dict[int, list[tuple[int, int]]] = {}
     for consumer in regions.gradient_updates + collectives.ops:
         found = []
@@ -60,20 +61,23 @@ def _gradients_read(index: GraphIndex, updates: Updates, regions: Regions,
                 continue
             resolved = _resolve(index, src, port, backward, after)
             # An all-reduce's input is BP as upstream defines it (a packing concat included): only updates look further.
-            behind = [] if comm_mask[consumer] else _gradients_behind(index, resolved, gradient_mask, backward, comm_mask)
+            behind = [] if comm_mask[consumer] else _gradients_behind(index, resolved, gradient_mask, backward, comm_mask, update_mask)
             found.extend([_resolve(index, op, p, backward, after) for op, p in behind] or [resolved])
         per_consumer[consumer] = list(dict.fromkeys(found))
     return per_consumer
 
 
 def _gradients_behind(index: GraphIndex, tensor: tuple[int, int], gradient_mask: bytearray, backward: bytes,
-                      comm_mask: bytearray) -> list[tuple[int, int]]:
+                      comm_mask: bytearray, update_mask: bytearray) -> list[tuple[int, int]]:
     """The gradient-scope tensors a value is computed from, when it is optimizer math (else []).
 
     Optimizers that update by assignment (Keras' since 2.11, Keras 3: ``m.assign_add((g - m) * ...)``)
     compute the value they write from the gradient in ops of their own scope; the
     gradients end where backprop's scope (``gradient_tape/``, ``gradients/``) does.
-    Without this, BP End would fall after the optimizer's arithmetic.
+    Without this, BP End would fall after the optimizer's arithmetic. The walk goes
+    through the optimizer's own state updates too: TF1 Adam's sparse update of a ref
+    variable writes ``var - lr * m_t / ...``, where ``m_t`` is a ``ScatterAdd`` of the
+    gradient's values into a slot, itself an update (AutoInt's embedding, issue 42).
     """
     op = tensor[0]
     if gradient_mask[op] or comm_mask[op] or not any(gradient_mask):
@@ -86,7 +90,7 @@ def _gradients_behind(index: GraphIndex, tensor: tuple[int, int], gradient_mask:
         for src, port in zip(index.data_in[node], index.data_port[node]):
             if gradient_mask[src]:
                 found[(src, port)] = None
-            elif backward[src] and not comm_mask[src] and src not in seen:
+            elif (backward[src] or update_mask[src]) and not comm_mask[src] and src not in seen:
                 seen.add(src)
                 stack.append(src)
     return list(found)
