@@ -14,6 +14,8 @@ Styles (one row per call of the step function expected):
                 images concatenated into one critic batch, then a generator update
     two_tapes   a custom `tf.function` step, `next(iterator)` inside, two tapes open at once and two
                 optimizers, called from a Python loop
+    function_layers  two_tapes with models whose layers' `call` is a `tf.function` (as ModelZoo's SGAN
+                and WGAN write them): every weight gradient is computed inside a backward function call
 
 --forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
 run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
@@ -53,7 +55,41 @@ def make_critic() -> tf.keras.Model:
                                 layers.LeakyReLU(0.2), layers.Flatten(), layers.Dense(1)])
 
 
-generator, critic = make_generator(), make_critic()
+class FunctionDense(layers.Layer):
+    """A dense layer whose `call` is a `tf.function`: the step calls it, its gradients come from a backward call."""
+
+    def __init__(self, units: int, activation: str | None = None) -> None:
+        super().__init__()
+        self.units, self.activation = units, tf.keras.activations.get(activation)
+
+    def build(self, input_shape: tf.TensorShape) -> None:
+        self.w = self.add_weight(name="w", shape=(input_shape[-1], self.units), initializer="glorot_uniform")
+        self.b = self.add_weight(name="b", shape=(self.units,), initializer="zeros")
+
+    @tf.function
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        return self.activation(tf.matmul(x, self.w) + self.b)
+
+
+class FunctionMLP(tf.keras.Model):
+    """Flattens its input, then FunctionDense layers; wide enough that a backward call lasts well over 20 µs."""
+
+    def __init__(self, units: list[int]) -> None:
+        super().__init__()
+        self.dense = [FunctionDense(n, "relu") for n in units[:-1]] + [FunctionDense(units[-1])]
+
+    @tf.function
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        x = tf.reshape(x, [tf.shape(x)[0], -1])
+        for dense in self.dense:
+            x = dense(x)
+        return x
+
+
+if style == "function_layers":
+    generator, critic = FunctionMLP([512, 64]), FunctionMLP([512, 1])
+else:
+    generator, critic = make_generator(), make_critic()
 g_opt, c_opt = tf.keras.optimizers.Adam(1e-3, beta_1=0.5), tf.keras.optimizers.Adam(1e-3, beta_1=0.5)
 
 
@@ -114,7 +150,7 @@ if style in ("wgan_gp", "dcgan"):
     gan = WassersteinGP() if style == "wgan_gp" else ConcatenatedGAN()
     gan.compile()
     gan.fit(real_images, steps_per_epoch=steps, epochs=1, verbose=0)
-elif style == "two_tapes":
+elif style in ("two_tapes", "function_layers"):
     bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
     batches = iter(real_images)
 
