@@ -55,31 +55,32 @@ def make_critic() -> tf.keras.Model:
                                 layers.LeakyReLU(0.2), layers.Flatten(), layers.Dense(1)])
 
 
-class FunctionDense(layers.Layer):
-    """A dense layer whose `call` is a `tf.function`: the step calls it, its gradients come from a backward call."""
+class FunctionDense(tf.Module):
+    """A dense layer whose call is a `tf.function` on plain `tf.Variable`s (as ModelZoo's SGAN writes its
+    layers): the step calls it, and its weights' gradients come out of a backward function call."""
 
-    def __init__(self, units: int, activation: str | None = None) -> None:
+    def __init__(self, n_in: int, units: int, seed: int, relu: bool) -> None:
         super().__init__()
-        self.units, self.activation = units, tf.keras.activations.get(activation)
-
-    def build(self, input_shape: tf.TensorShape) -> None:
-        self.w = self.add_weight(name="w", shape=(input_shape[-1], self.units), initializer="glorot_uniform")
-        self.b = self.add_weight(name="b", shape=(self.units,), initializer="zeros")
+        scale = (2.0 / (n_in + units)) ** 0.5
+        self.w = tf.Variable(np.random.default_rng(seed).normal(scale=scale, size=(n_in, units)).astype(np.float32))
+        self.b = tf.Variable(tf.zeros((units,)))
+        self.relu = relu
 
     @tf.function
-    def call(self, x: tf.Tensor) -> tf.Tensor:
-        return self.activation(tf.matmul(x, self.w) + self.b)
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        y = tf.matmul(x, self.w) + self.b
+        return tf.nn.relu(y) if self.relu else y
 
 
-class FunctionMLP(tf.keras.Model):
+class FunctionMLP(tf.Module):
     """Flattens its input, then FunctionDense layers; wide enough that a backward call lasts well over 20 µs."""
 
-    def __init__(self, units: list[int]) -> None:
+    def __init__(self, sizes: list[int], seed: int) -> None:
         super().__init__()
-        self.dense = [FunctionDense(n, "relu") for n in units[:-1]] + [FunctionDense(units[-1])]
+        self.dense = [FunctionDense(a, b, seed + i, relu=i < len(sizes) - 2) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
 
     @tf.function
-    def call(self, x: tf.Tensor) -> tf.Tensor:
+    def __call__(self, x: tf.Tensor, training: bool = True) -> tf.Tensor:
         x = tf.reshape(x, [tf.shape(x)[0], -1])
         for dense in self.dense:
             x = dense(x)
@@ -87,7 +88,7 @@ class FunctionMLP(tf.keras.Model):
 
 
 if style == "function_layers":
-    generator, critic = FunctionMLP([512, 64]), FunctionMLP([512, 1])
+    generator, critic = FunctionMLP([LATENT, 512, 64], seed=1), FunctionMLP([64, 512, 1], seed=2)
 else:
     generator, critic = make_generator(), make_critic()
 g_opt, c_opt = tf.keras.optimizers.Adam(1e-3, beta_1=0.5), tf.keras.optimizers.Adam(1e-3, beta_1=0.5)
@@ -173,6 +174,6 @@ else:
 
 sha = hashlib.sha256()
 for model in (generator, critic):
-    for weight in model.weights:
+    for weight in model.variables:
         sha.update(np.ascontiguousarray(weight.numpy()).tobytes())
 print(json.dumps({"style": style, "steps": steps, "weights": sha.hexdigest()}))
