@@ -34,6 +34,11 @@ WINDOW = (3, 5)
 TASK_CLOCK_US = 20.0
 
 
+def is_gradient(op_name: str) -> bool:
+    """A gradient kernel: of a tape, or inside a backward function call (`PartitionedCall_1/gradients/...`)."""
+    return "gradient_tape/" in op_name or "/gradients/" in op_name
+
+
 def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dict, dict, str]:
     """(profiled result, plain result, the profiled run's stderr) of one style, run side by side."""
     commands = [Command([sys.executable, str(SCRIPT), style, str(STEPS), *extra], _env(out, options if out else None))
@@ -45,7 +50,7 @@ def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dic
     return results[0][0], results[1][0], results[0][1]
 
 
-@pytest.mark.parametrize("style", ["wgan_gp", "dcgan", "two_tapes"])
+@pytest.mark.parametrize("style", ["wgan_gp", "dcgan", "two_tapes", "function_layers"])
 def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path: Path, style: str) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on",
                "start_step": WINDOW[0], "stop_step": WINDOW[1]}
@@ -61,13 +66,16 @@ def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path
     assert model["iteration_end"].startswith("Identity"), model["reasons"]  # a function output: it always runs
     assert "of the ops every call runs" in model["reasons"][0]
     # The generator's forward pass comes first (op names differ between Keras 2 and 3: the reason says which pass).
+    # Not yet where the layers are function calls: their weights reach the call as resource handles, which
+    # rule 6 does not count as weight reads, so FP is the critic's call on the batch (docs/npu_device_surface.md).
     (fp_reason,) = [r for r in model["reasons"] if r.startswith("fp = ")]
-    assert f"fp = {model['fp']}: the first op reading a weight in the forward pass fed by the random" in fp_reason
+    if style != "function_layers":
+        assert f"fp = {model['fp']}: the first op reading a weight in the forward pass fed by the random" in fp_reason
     bp_end = {int(r["Iteration ID"]): float(r["BP End(us)"]) for r in model_rows}
     tasks = [t for t in task_rows(tmp_path) if t["Model ID"] == model_id]
     for iteration in range(WINDOW[0], WINDOW[1] + 1):
         gradient_ends = [float(t["Task Start(us)"]) + float(t["Task Duration(us)"]) for t in tasks
-                         if int(t["Iteration ID"]) == iteration and "gradient_tape/" in t["Op Name"]]
+                         if int(t["Iteration ID"]) == iteration and is_gradient(t["Op Name"])]
         assert gradient_ends, iteration
         assert bp_end[iteration] >= max(gradient_ends) - TASK_CLOCK_US, (iteration, bp_end[iteration] - max(gradient_ends))
 

@@ -48,6 +48,10 @@ from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
 # Compute ops Grappler fuses with what follows; a control input on one would block that.
 FUSED_COMPUTE_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2dNative")
 
+# Function calls TensorFlow inlines with a NoOp under the call's name that waits on the body's
+# side effects only (control outputs), not on its data outputs: see `_Builder.gate`.
+INLINED_CALL_TYPES = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+
 Clock = Callable[[str], tf.Tensor]
 
 
@@ -139,9 +143,15 @@ class _Builder:
         A `tf.function` takes no feeds, so there GetNext is waited on by a control edge too: the
         Assert cost a 5,100-op MLP step 3-4% (about 150 µs; benchmarks/RESULTS.md, "The loop MLP
         with 25 profiled functions against 50 plain").
+        A function call's output (a layer whose `call` is a `tf.function`, its backward call) is
+        read by the Assert too: TensorFlow inlines the call and gives its name to a NoOp that waits
+        only on the body's side effects, so a control edge on the call fires when its inputs are
+        ready, before its kernels run (ModelZoo's SGAN: BP End 1.8-2.6 ms before the weight
+        gradients, docs/npu_device_surface.md).
         """
         waits = list(after)
-        tensors = [w for w in waits if self.feedable and isinstance(w, tf.Tensor) and w.op.name in self.data_inputs]
+        tensors = [w for w in waits if isinstance(w, tf.Tensor) and (
+            (self.feedable and w.op.name in self.data_inputs) or w.op.type in INLINED_CALL_TYPES)]
         ops = list(dict.fromkeys(w.op if isinstance(w, tf.Tensor) else w for w in waits if not any(w is t for t in tensors)))
         if tensors:
             # A stateful sink that reads them and does nothing (its condition is true): Grappler's

@@ -14,6 +14,8 @@ Styles (one row per call of the step function expected):
                 images concatenated into one critic batch, then a generator update
     two_tapes   a custom `tf.function` step, `next(iterator)` inside, two tapes open at once and two
                 optimizers, called from a Python loop
+    function_layers  two_tapes with models whose layers' `call` is a `tf.function` (as ModelZoo's SGAN
+                and WGAN write them): every weight gradient is computed inside a backward function call
 
 --forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
 run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
@@ -53,7 +55,42 @@ def make_critic() -> tf.keras.Model:
                                 layers.LeakyReLU(0.2), layers.Flatten(), layers.Dense(1)])
 
 
-generator, critic = make_generator(), make_critic()
+class FunctionDense(tf.Module):
+    """A dense layer whose call is a `tf.function` on plain `tf.Variable`s (as ModelZoo's SGAN writes its
+    layers): the step calls it, and its weights' gradients come out of a backward function call."""
+
+    def __init__(self, n_in: int, units: int, seed: int, relu: bool) -> None:
+        super().__init__()
+        scale = (2.0 / (n_in + units)) ** 0.5
+        self.w = tf.Variable(np.random.default_rng(seed).normal(scale=scale, size=(n_in, units)).astype(np.float32))
+        self.b = tf.Variable(tf.zeros((units,)))
+        self.relu = relu
+
+    @tf.function
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        y = tf.matmul(x, self.w) + self.b
+        return tf.nn.relu(y) if self.relu else y
+
+
+class FunctionMLP(tf.Module):
+    """Flattens its input, then FunctionDense layers; wide enough that a backward call lasts well over 20 µs."""
+
+    def __init__(self, sizes: list[int], seed: int) -> None:
+        super().__init__()
+        self.dense = [FunctionDense(a, b, seed + i, relu=i < len(sizes) - 2) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+
+    @tf.function
+    def __call__(self, x: tf.Tensor, training: bool = True) -> tf.Tensor:
+        x = tf.reshape(x, [tf.shape(x)[0], -1])
+        for dense in self.dense:
+            x = dense(x)
+        return x
+
+
+if style == "function_layers":
+    generator, critic = FunctionMLP([LATENT, 512, 64], seed=1), FunctionMLP([64, 512, 1], seed=2)
+else:
+    generator, critic = make_generator(), make_critic()
 g_opt, c_opt = tf.keras.optimizers.Adam(1e-3, beta_1=0.5), tf.keras.optimizers.Adam(1e-3, beta_1=0.5)
 
 
@@ -114,7 +151,7 @@ if style in ("wgan_gp", "dcgan"):
     gan = WassersteinGP() if style == "wgan_gp" else ConcatenatedGAN()
     gan.compile()
     gan.fit(real_images, steps_per_epoch=steps, epochs=1, verbose=0)
-elif style == "two_tapes":
+elif style in ("two_tapes", "function_layers"):
     bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
     batches = iter(real_images)
 
@@ -137,6 +174,6 @@ else:
 
 sha = hashlib.sha256()
 for model in (generator, critic):
-    for weight in model.weights:
+    for weight in model.variables:
         sha.update(np.ascontiguousarray(weight.numpy()).tobytes())
 print(json.dumps({"style": style, "steps": steps, "weights": sha.hexdigest()}))
