@@ -62,6 +62,18 @@ def test_the_gap_is_split_into_input_other_runs_and_host_from_raw_files(tmp_path
             "summaries 1 run(s), 10.0 us)") in out.read_text()
 
 
+def test_without_input_timing_the_verdict_is_an_upper_bound(tmp_path: Path) -> None:
+    """No GetNext timing (a feed_dict batch, made on the host): the host's time between iterations bounds input from
+    above, so the verdict says "at most" (a GCN-style script's 20% host time read "highly input-bound" before)."""
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=10, get_next=float("nan")))
+    _with_other_runs(prof, [(T0_US + PERIOD * 3 + 20, T0_US + PERIOD * 3 + 50, "evaluation")])
+    model = summarize_prof_dir(prof).models[0]
+    assert model.between["input_share"] is None
+    assert model.input_share == pytest.approx((9 * 100.0 - 30.0) / (9 * PERIOD))
+    assert model.verdict == "at most moderately input-bound", model.verdict
+    assert "an upper bound" in model.input_measure
+
+
 def _profiled(tmp_path: Path, command: list[str]) -> Path:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
     environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true",

@@ -292,10 +292,12 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
         return  # GetNext timing: the verdict's input as before
     if split["input_share"] is not None:
         m.input_share, m.input_measure = split["input_share"], "the session runs that fetch the input batch"
-    else:  # feed_dict: the batch is made on the host, so host time bounds input from above
+        m.verdict = input_bound_verdict(m.input_share)
+    else:  # feed_dict: the batch is made on the host, so host time bounds input from above, and the verdict says so
         m.input_share = split["host_share"]
         m.input_measure = "host time between iterations, less the other runs (no GetNext timing: an upper bound)"
-    m.verdict = input_bound_verdict(m.input_share)
+        verdict = input_bound_verdict(m.input_share)
+        m.verdict = verdict if verdict in (NOT_INPUT_BOUND, UNKNOWN_INPUT_BOUND) else f"at most {verdict}"
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
