@@ -51,6 +51,10 @@ LATEST_P95_US = 400.0  # TF 2.16+ (check-latest): the same medians, a heavier ta
 LOADED_P95_FACTOR = 2.0
 POINTS = ("fp_start", "bp_end", "iteration_end")
 REFERENCE_LEVEL = {"fp_start": "2", "bp_end": "3", "iteration_end": "3"}  # the tracer level each point is read at
+# The calls a point must be compared on. Level 3 holds every kernel: 75 of 100. Level 2 keeps a kernel at TensorFlow's
+# cost model's discretion: the GAN step's fp op had an event in 71 of 100 calls in one fresh-clone suite run (the
+# MLP's, in none of 100 once); a p95 needs 20.
+MIN_CALLS = {"2": 20, "3": 75}
 
 
 @pytest.mark.timeout(300)
@@ -93,7 +97,8 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path, step: str) -> None:
         # not diagnosed), so whole runs read it early by up to ~60 µs, which the fullest-call filter cannot see.
         held -= {p for p, e in signed.items() if len(e) < 0.75 * ITERATIONS} | {"iteration_end"}
         print(f"TF 2.16+: only {sorted(held)} held this run")
-    assert len(unseen) <= 1 and held and all(len(signed[p]) >= 0.75 * ITERATIONS for p in held), {p: len(e) for p, e in signed.items()}
+    assert len(unseen) <= 1 and held and all(len(signed[p]) >= MIN_CALLS[REFERENCE_LEVEL[p]] for p in held), \
+        {p: len(e) for p, e in signed.items()}
     p95 = {p: float(np.percentile(np.abs(e), 95)) for p, e in signed.items()}
     medians = {p: float(np.median(np.abs(e))) for p, e in signed.items()}
     print("|row - tf.profiler| (us): p95", p95, "median", medians,
