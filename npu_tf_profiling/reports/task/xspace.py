@@ -30,9 +30,9 @@ probe scope, so the trace holds its run, and the training trace holds the
 value it read (``clock_marks``). The offset is the one that puts the most
 probe kernel starts within ``MATCH_US`` of a stamp value (so a pairing with
 the wrong iteration never wins), refined to the median of those pairs.
-Measured on TF 2.15 `loop` windows (12 runs): the pairs agree to -1.0..+3.8 µs
-of that median, save a preempted probe kernel now and then (up to +23 µs, its
-value read late in a long run; the median ignores it).
+Measured on TF 2.15 `loop` windows (12 runs): the pairs agree to -1.0..+3.2 µs
+of that median, save one preempted probe kernel in 3 of the 12 windows (+9.5 to
++23 µs, its value read late in a long run; the median ignores it).
 
 Without stamps (``task_trace`` with ``training_trace`` off) the record's two
 eager ``tf.timestamp()`` anchors place the clock: the value is read near the
