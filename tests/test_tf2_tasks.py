@@ -3,7 +3,8 @@
 Each style of tests/scripts/tf2_train.py runs with a task window (steps 3-5) through
 the env vars, and unprofiled: the weights are bit-identical; task_time holds the
 window's iterations only, with the Iteration IDs of step_trace; each task lies in its
-own iteration (after the previous iteration's end, and ending by its call's end);
+own iteration (starting after the previous iteration's end and before its call's
+return, and ending by that return, save an async kernel's launch: ASYNC_KERNELS);
 the step's own kernels (its first layer's, its optimizer's) are there once per
 iteration; and the msprof-analyze layout has the kernels.
 
@@ -35,6 +36,11 @@ WINDOW = (3, 5)
 # windows, the pairs agree to -1.0..+3.2 µs of the offset they give; MATCH_US (5 µs) bounds the ones it counts.
 ALIGNMENT_US = xspace.MATCH_US
 PAIR_SPREAD_US = 3.8  # the longest probe kernel run in those windows (its value is read inside it); pairs spread to +3.2
+# An async kernel's run in the trace is its launch: TensorFlow's executor closes the kernel's trace scope when
+# ComputeAsync returns, and IteratorGetNext's ComputeAsync hands the read to tf.data's background thread, whose
+# done() lets the step finish. A launching thread preempted before it closes the scope ends the run after the
+# call returned (seen once in CI: a 1,496 µs launch ending 810 µs after its call's return, at load).
+ASYNC_KERNELS = frozenset({"IteratorGetNext"})
 
 
 def task_rows(output: Path) -> list[dict[str, str]]:
@@ -64,7 +70,9 @@ def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: 
         for task in mine:  # after the previous iteration's end; ended by the time its call returned (the outputs, the ring's write come after the Iteration End stamp)
             iteration = int(task["Iteration ID"])
             start, duration = float(task["Task Start(us)"]), float(task["Task Duration(us)"])
-            assert end_of[iteration - 1] - ALIGNMENT_US <= start and start + duration <= returned[iteration] + ALIGNMENT_US, task
+            assert end_of[iteration - 1] - ALIGNMENT_US <= start <= returned[iteration], task
+            if task["Op Type"] not in ASYNC_KERNELS:
+                assert start + duration <= returned[iteration] + ALIGNMENT_US, task
         for iteration in window:  # the step's own kernels, each iteration (Keras 3: inlined under its caller's call)
             names = {t["Op Name"] for t in mine if int(t["Iteration ID"]) == iteration}
             assert any("gradient_tape/" in n for n in names) and any("Assign" in n or "Apply" in n for n in names), names
