@@ -3,17 +3,20 @@
 Subcommands:
 
   cluster   `npu-tf-prof cluster` on synthetic ranks (``testing.cluster_synthetic``, binary frames, one slow rank,
-            4 all-reduce groups): per size, fresh rank folders each run (its first call writes every rank's
-            msprof-analyze folder, which counts: a user waits for it), then
-              local  the command with Dask's in-process (threaded) scheduler;
-              pool   the command with --scheduler processes (Dask's local scheduler, a process pool);
-              again  the command (in-process) a second time: the msprof-analyze folders are there, so this is
-                     the cluster analysis alone (read, formulas, CSV, verdict, timeline);
-              dask   the command with --scheduler on a 2-worker LocalCluster (worker processes, loopback);
-                     memory = the command's peak + each worker's peak;
-              msprof msprof-analyze 26.2 `cluster -m all` on the same ranks (.venv-msprof: `make msprof-analyze`);
-              chain  for the big sizes, one set of fresh folders: local (first call), again, msprof in a row,
-                     reported as those three modes (one data generation, one expensive first call).
+            4 all-reduce groups): per size, fresh rank folders each run (no worker wrote its reports: the
+            command's first call, all it writes counts), then
+              local   the command with Dask's in-process (threaded) scheduler (over 16 ranks lacking an
+                      msprof-analyze folder, it names them and writes none; past 32 ranks its timeline draws the
+                      ranks the verdict names and a yardstick);
+              pool    the command with --scheduler processes (Dask's local scheduler, a process pool);
+              again   the command (in-process) a second time, on the same folders;
+              layouts the command with --layouts: it also writes every rank's msprof-analyze folder;
+              dask    the command with --scheduler on a 2-worker LocalCluster (worker processes, loopback);
+                      memory = the command's peak + each worker's peak;
+              msprof  msprof-analyze 26.2 `cluster -m all` on the same ranks (.venv-msprof: `make msprof-analyze`),
+                      on the folders `cluster --layouts` wrote (not timed);
+              chain   for the big sizes, one set of fresh folders: local (first call), again, layouts, msprof in a
+                      row, reported as those four modes (one data generation).
             Each figure is the command's wall time and peak RSS (/usr/bin/time, or the workers' getrusage).
             Prints a Markdown table and the log-log slope of time and memory against ranks x steps.
   report    the single-device `report` sizes: dispatches to benchmarks/scale_report.py's main(argv) (issue 39 part A),
@@ -108,6 +111,13 @@ def run_again(tmp: Path, ranks: int, steps: int) -> Run:
     return Run("again", ranks, steps, wall, peak)
 
 
+def run_layouts(tmp: Path, ranks: int, steps: int) -> Run:
+    root = _fresh(tmp, ranks, steps)
+    wall, peak, out = _timed([*CLI, "cluster", str(root), "--layouts"], tmp)
+    _check(out, ranks)
+    return Run("layouts", ranks, steps, wall, peak)
+
+
 def run_dask(tmp: Path, ranks: int, steps: int) -> Run:
     from distributed import Client, LocalCluster
 
@@ -127,9 +137,9 @@ def _worker_peak_mb() -> float:
 
 
 def run_msprof(tmp: Path, ranks: int, steps: int) -> Run:
-    """msprof-analyze on the rank folders our first call wrote (not timed here)."""
+    """msprof-analyze on the rank folders `cluster --layouts` wrote (not timed here)."""
     root = _fresh(tmp, ranks, steps)
-    _timed([*CLI, "cluster", str(root)], tmp)
+    _timed([*CLI, "cluster", str(root), "--layouts"], tmp)
     out_dir = tmp / f"msprof_{ranks}x{steps}"
     shutil.rmtree(out_dir, ignore_errors=True)
     wall, peak, _ = _timed([str(MSPROF), "cluster", "-d", str(root), "-m", "all", "-o", str(out_dir)], tmp)
@@ -139,8 +149,8 @@ def run_msprof(tmp: Path, ranks: int, steps: int) -> Run:
 def run_chain(tmp: Path, ranks: int, steps: int) -> list[Run]:
     root = _fresh(tmp, ranks, steps)
     runs = []
-    for mode in ("local", "again"):
-        wall, peak, out = _timed([*CLI, "cluster", str(root)], tmp)
+    for mode, extra in (("local", []), ("again", []), ("layouts", ["--layouts"])):
+        wall, peak, out = _timed([*CLI, "cluster", str(root), *extra], tmp)
         _check(out, ranks)
         runs.append(Run(mode, ranks, steps, wall, peak))
         print(f"  {mode}: {wall:.1f} s, {peak:.0f} MB", flush=True)
@@ -163,9 +173,9 @@ def cluster_main(argv: list[str]) -> int:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 1024, 4096])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--modes", nargs="+", default=["local", "pool", "dask", "msprof"], choices=["local", "pool", "again", "dask", "msprof", "chain"])
+    parser.add_argument("--modes", nargs="+", default=["local", "pool", "dask", "msprof"], choices=["local", "pool", "again", "layouts", "dask", "msprof", "chain"])
     args = parser.parse_args(argv)
-    runners = {"local": run_local, "pool": run_pool, "again": run_again, "dask": run_dask, "msprof": run_msprof}
+    runners = {"local": run_local, "pool": run_pool, "again": run_again, "layouts": run_layouts, "dask": run_dask, "msprof": run_msprof}
     if "msprof" in args.modes and not MSPROF.exists():
         print(f"{MSPROF} is missing (make msprof-analyze): msprof left out")
         args.modes = [m for m in args.modes if m != "msprof"]
@@ -187,7 +197,7 @@ def cluster_main(argv: list[str]) -> int:
     print("\n| mode | ranks | steps | runs: wall s | median s | runs: peak MB | median MB |")
     print("|---|--:|--:|---|--:|---|--:|")
     medians: dict[str, list[tuple[int, float, float]]] = {}
-    shown = [m for m in ("local", "pool", "again", "dask", "msprof") if any(r.mode == m for r in runs)]
+    shown = [m for m in ("local", "pool", "again", "layouts", "dask", "msprof") if any(r.mode == m for r in runs)]
     for mode in shown:
         for ranks in args.ranks:
             mine = [r for r in runs if r.mode == mode and r.ranks == ranks]

@@ -4,14 +4,16 @@
         cluster_step_trace_time.csv   per (step, rank) time breakdown (sliced by steps past 200 MiB: ``csv_files``)
         slow_rank.json                slow ranks, causes, the votes, missing steps, communication shares
         slow_rank.txt                 the same as a text verdict (also printed by the command)
-        cluster_timeline.json         every rank on one clock (Chrome trace / Perfetto); for a large
-                                      cluster, cluster_timeline/<host>_ranks_<a>-<b>.json (``timeline_files``)
+        cluster_timeline.json         the ranks on one clock (Chrome trace / Perfetto): every rank up to
+                                      32, else those the verdict names and a yardstick (``timeline_focus``);
+                                      with many rows, cluster_timeline/<host>_ranks_<a>-<b>.json (``timeline_files``)
 
 Three steps, all on Dask (``engine``): per-rank tasks (``rank_task``: read,
-step formulas, CSV lines, the rank's msprof-analyze folder) return compact
-columns; the cross-rank work (the CSV's merge, the slow-rank tests, clock
-alignment) runs here on those columns only; one task per timeline file
-writes it. Each file is written whole through a temporary name
+step formulas, CSV lines, whether the rank's msprof-analyze folder is
+missing) return compact columns; the cross-rank work (the CSV's merge, the
+slow-rank tests, clock alignment) runs here on those columns only; one task
+per timeline file writes it, and one per batch of ranks lacking an
+msprof-analyze folder writes those (``rank_layouts``). Each file is written whole through a temporary name
 (``raw_format.atomic``), so re-running replaces the previous analysis in one
 step. Never imports TensorFlow.
 """
@@ -29,12 +31,14 @@ from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import timeline_files as tlf
+from npu_tf_profiling.reports.cluster import timeline_focus as tfo
 from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.cluster.data import (
     CLUSTER_OUTPUT_DIR, ClusterData, RankFound, RankSet, check_one_folder_per_rank, load_cluster, rank_folders, rank_notes,
 )
 from npu_tf_profiling.reports.cluster.csv_files import write_csv
 from npu_tf_profiling.reports.cluster.engine import Engine, batches, open_engine
+from npu_tf_profiling.reports.cluster.rank_layouts import fill_layouts
 from npu_tf_profiling.reports.cluster.rank_task import SYNC_END, SYNC_REDUCE, RankPart, TaskOptions, rank_batch
 from npu_tf_profiling.reports.step import records as raw_mod
 
@@ -52,7 +56,7 @@ class ClusterAnalysis(RankSet):
     output_dir: Optional[Path] = None
     paths: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    layout_notes: list[str] = field(default_factory=list)  # the msprof-analyze folders written for missing ranks
+    file_notes: list[str] = field(default_factory=list)  # what was written beside the files, or left out: rank folders, timeline ranks
 
     def load_data(self) -> ClusterData:
         """Every rank's step table in this process (the view's per-phase medians); not used by the analysis."""
@@ -60,12 +64,11 @@ class ClusterAnalysis(RankSet):
 
 
 def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), align: str = ctl.ALIGN_AUTO,
-                    scheduler: Optional[str] = None, write_layouts: bool = False) -> ClusterAnalysis:
-    """Run the per-rank tasks and the cross-rank analyzers on ``scheduler`` (None: in this process); writes nothing
-    of ours (``write_layouts``: the per-rank tasks write missing msprof-analyze folders)."""
+                    scheduler: Optional[str] = None) -> ClusterAnalysis:
+    """Run the per-rank tasks and the cross-rank analyzers on ``scheduler`` (None: in this process); writes nothing."""
     with open_engine(scheduler) as engine:
         folders = [(str(p), str(d)) for p, d in rank_folders(root)]
-        return _analyze(Path(root), folders, engine, settings, align, TaskOptions(write_layouts=write_layouts))
+        return _analyze(Path(root), folders, engine, settings, align, TaskOptions())
 
 
 def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, settings: sr.Settings, align: str,
@@ -98,25 +101,38 @@ def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, setting
     report = sr.analyze(rows, sorted(p.rank for p in found), hosts=hosts, notes=notes, settings=settings, left_out=traced)
     analysis = ClusterAnalysis(root=root, ranks=parts, empty_ranks=empty, rows=rows, report=report, alignment=alignment,
                                engine=engine.where, traced_steps=traced, notes=notes)
-    analysis.layout_notes = _layout_notes(found)
+    if options.check_layouts:
+        stale = [(p.rank, p.prof_dir, p.device_dir) for p in parts if p.layout_stale]
+        analysis.file_notes = fill_layouts(engine, stale, options.write_all_layouts)
     return analysis
 
 
 def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = None, settings: sr.Settings = sr.Settings(),
-                           align: str = ctl.ALIGN_AUTO, with_tasks: bool = True, scheduler: Optional[str] = None) -> ClusterAnalysis:
-    """Analyse ``root`` and write the files into ``output_dir`` (default ``root/npu_tf_prof_cluster``)."""
+                           align: str = ctl.ALIGN_AUTO, with_tasks: bool = True, scheduler: Optional[str] = None,
+                           timeline: str = tfo.TIMELINE_AUTO, layouts: bool = False) -> ClusterAnalysis:
+    """Analyse ``root`` and write the files into ``output_dir`` (default ``root/npu_tf_prof_cluster``).
+
+    ``timeline``: which ranks the merged timeline draws (``timeline_focus``); ``layouts``: write the
+    msprof-analyze folder of every rank lacking one, however many (``rank_layouts``)."""
     root = Path(root)
     out = Path(output_dir) if output_dir is not None else root / CLUSTER_OUTPUT_DIR
     folders = [(str(p), str(d)) for p, d in rank_folders(root)]
-    fragments = out / tlf.FRAGMENTS_DIR if not _shift_expected(folders, align) else None
+    every_rank = tfo.draws_every_rank(timeline, len(folders))
+    # Each rank's events are written by its own task when it will be drawn on its own clock; else the timeline task reads it.
+    fragments = out / tlf.FRAGMENTS_DIR if every_rank and not _shift_expected(folders, align) else None
     with open_engine(scheduler) as engine:
-        options = TaskOptions(write_layouts=True, fragments=str(fragments) if fragments else None, with_tasks=with_tasks)
+        options = TaskOptions(check_layouts=True, write_all_layouts=layouts, fragments=str(fragments) if fragments else None,
+                              with_tasks=with_tasks)
         try:
             analysis = _analyze(root, folders, engine, settings, align, options)
             csv_paths = write_csv(out, analysis.ranks)
             refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.ranks]
             for p in analysis.ranks:
                 p.csv = b""
+            if not every_rank:
+                focus = tfo.focus_ranks(analysis.report, analysis.rows)
+                refs = [r for r in refs if r.rank in focus.reasons]
+                analysis.file_notes.append(focus.note(len(analysis.ranks)))
             groups = tlf.plan_files(out, refs)
             _remove_old_timelines(out, groups)
             written = engine.map(tlf.write_group, groups, str(root), analysis.alignment, with_tasks, options.fragments)
@@ -152,25 +168,3 @@ def _remove_old_timelines(out: Path, groups: list[tlf.TimelineGroup]) -> None:
     for path in old:
         if path not in keep:
             own_files.remove(path)
-
-
-def _layout_notes(parts: list[RankPart]) -> list[str]:
-    written = [p.rank for p in parts if p.layout_written]
-    failed = [f"rank {p.rank}: {p.layout_error}" for p in parts if p.layout_error]
-    notes = []
-    if written:
-        notes.append(f"msprof-analyze layout written for rank(s) {_ranks_text(written)} (missing or older than their raw data)")
-    long_notes = [p.layout_note for p in parts if p.layout_note]
-    notes.extend(long_notes[:5])
-    if len(long_notes) > 5:
-        notes.append(f"{len(long_notes) - 5} more long rank(s) got only the databases msprof-analyze reads")
-    if failed:
-        notes.append(f"msprof-analyze layout not written for {len(failed)} rank(s): " + "; ".join(failed[:5]) + ("; ..." if len(failed) > 5 else ""))
-    return notes
-
-
-def _ranks_text(ranks: list[int]) -> str:
-    """A few ranks one by one, many as ranges (``0-1023``)."""
-    from npu_tf_profiling.reports.cluster.slow_rank.missing import step_ranges
-
-    return ", ".join(map(str, ranks)) if len(ranks) <= 16 else step_ranges(sorted(ranks))

@@ -2,9 +2,9 @@
 
 A task reads a rank's raw records, computes its step-trace table with the
 single-device formulas (so a cluster row always equals the rank's own CSV row),
-formats its ``cluster_step_trace_time.csv`` lines, and writes its
-msprof-analyze folder when that is missing or older than the raw data (a
-worker that was killed never wrote its reports). What comes back is small and
+formats its ``cluster_step_trace_time.csv`` lines, and says whether its
+msprof-analyze folder is missing or older than the raw data (``rank_layouts``
+fills those in: a worker that was killed never wrote its reports). What comes back is small and
 fixed per (step, rank): the few columns the cross-rank questions need, the
 rank's CSV lines as bytes, and its clock-sync points. The raw rows and the
 step table never leave the task, so no process ever holds every rank's raw
@@ -53,9 +53,7 @@ class RankPart:
     csv_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), "int64"))  # (model, step) of each line
     n_reduce: int = 0
     traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
-    layout_written: bool = False
-    layout_error: Optional[str] = None
-    layout_note: Optional[str] = None  # a long rank's folder holds only the databases (``msprof.writer.is_long``)
+    layout_stale: bool = False  # its msprof-analyze folder is missing or older than its raw data (``rank_layouts``)
     timeline_notes: list[str] = field(default_factory=list)  # what its timeline fragment left out
 
     @property
@@ -66,7 +64,8 @@ class RankPart:
 
 @dataclass(frozen=True)
 class TaskOptions:
-    write_layouts: bool = False  # write missing or stale msprof-analyze folders
+    check_layouts: bool = False  # whether its msprof-analyze folder is missing or stale (``RankPart.layout_stale``)
+    write_all_layouts: bool = False  # then write every such folder, however many (``rank_layouts``; the cross-rank step)
     fragments: Optional[str] = None  # write each rank's timeline fragment into this folder (``timeline_files``)
     with_tasks: bool = True  # task_trace tasks in the timeline
 
@@ -108,8 +107,10 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
 
         rank = RankData(device.device_id, Path(prof_dir), Path(device_dir), device.info, device.trace)
         part.timeline_notes = write_fragment(options.fragments, rank, table, options.with_tasks)
-    if options.write_layouts:
-        _write_layout(part, device, table)
+    if options.check_layouts:
+        from npu_tf_profiling.reports.msprof.writer import is_stale
+
+        part.layout_stale = is_stale(Path(prof_dir), part.rank, device.device_dir, device.info)
     return part
 
 
@@ -123,24 +124,3 @@ def sync_points(table: st.StepTraceTable) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore"):
         last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
     return last, end
-
-
-def _write_layout(part: RankPart, device: raw_mod.DeviceRaw, table: st.StepTraceTable) -> None:
-    """The rank's msprof-analyze folder, when missing or stale. Never fails the analysis: an error becomes a note."""
-    from npu_tf_profiling.reports.msprof import names
-    from npu_tf_profiling.reports.msprof.rank_model import build_rank_model
-    from npu_tf_profiling.reports.msprof.writer import is_long, is_stale, long_rank_note, write_rank_folder
-    from npu_tf_profiling.reports.task.table import load_device_tasks
-
-    prof_dir = Path(part.prof_dir)
-    try:
-        if not is_stale(prof_dir, part.rank, device.device_dir, device.info):
-            return
-        tasks = load_device_tasks(device.device_dir, part.rank, device.info, device.trace)
-        model = build_rank_model(part.rank, prof_dir, device.info, table, tasks)
-        folder = names.rank_folder(prof_dir, model.host, model.rank)
-        write_rank_folder(model, folder)
-        part.layout_written = True
-        part.layout_note = long_rank_note(model, folder) if is_long(model) else None
-    except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user the analysis
-        part.layout_error = repr(exc)

@@ -4,8 +4,10 @@ OUTPUT_DIR is the folder the workers profiled into (holding their PROF_*
 folders; sub-folders per host are searched too). Writes
 ``OUTPUT_DIR/npu_tf_prof_cluster/`` (or ``--output-dir``): the msprof-analyze
 style ``cluster_step_trace_time.csv``, ``slow_rank.json`` + ``slow_rank.txt``
-and ``cluster_timeline.json``; writes the msprof-analyze folder of any rank
-that lacks one (a killed worker never wrote its reports); prints the verdict
+and ``cluster_timeline.json`` (past 32 ranks, the ranks the verdict names and a
+yardstick; ``--timeline all``: every rank); writes the msprof-analyze folder
+of a rank that lacks one (a killed worker never wrote its reports) when at most
+16 do, else says which (``--layouts``: all of them); prints the verdict
 (``--json``: slow_rank.json) on stdout and the written files on stderr. Missing steps are reported, and do
 not fail the command. The per-rank work runs as Dask tasks: in this process by
 default, on a running Dask cluster with ``--scheduler tcp://HOST:PORT`` (or
@@ -19,6 +21,8 @@ import argparse
 import sys
 
 from npu_tf_profiling.reports.cluster import timeline as ctl
+from npu_tf_profiling.reports.cluster import timeline_focus as tfo
+from npu_tf_profiling.reports.cluster.rank_layouts import AUTO_FILL_MAX
 from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.cluster.engine import SCHEDULER_ENV, scheduler_address
 from npu_tf_profiling.exit_codes import EXIT_OK
@@ -36,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--align", choices=ctl.ALIGN_CHOICES, default=ctl.ALIGN_AUTO,
                         help="timeline clocks: auto (shift only across hosts), none, reduce (always shift)")
     parser.add_argument("--no-tasks", action="store_true", help="leave task_trace tasks out of the timeline")
+    parser.add_argument("--timeline", choices=tfo.TIMELINE_CHOICES, default=tfo.TIMELINE_AUTO,
+                        help=f"ranks in the merged timeline: auto (every rank up to {tfo.ALL_RANKS_MAX}, else those the verdict "
+                             "names, a typical and the fastest one), all (every rank, grouped per host into files that open)")
+    parser.add_argument("--layouts", action="store_true",
+                        help="write the msprof-analyze folder of every rank lacking one (by default only when at most "
+                             f"{AUTO_FILL_MAX} do: about 0.25 s a rank of 1,000 steps)")
     parser.add_argument("--min-share", type=float, default=sr.Settings.min_share,
                         help="share of steps that makes a rank consistently slow / waited for (default 0.5)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
@@ -52,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     with warnings_to(PROG, sys.stderr):
         try:
             analysis = write_cluster_analysis(args.path, args.output_dir, settings, args.align, with_tasks=not args.no_tasks,
-                                              scheduler=scheduler_address(args.scheduler))
+                                              scheduler=scheduler_address(args.scheduler), timeline=args.timeline,
+                                              layouts=args.layouts)
         except ReportError as exc:
             sys.stderr.write(f"{PROG}: error: {exc}\n")
             return exc.exit_code
@@ -62,6 +73,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(analysis.report.to_json() if args.json else analysis.report.verdict)
     for path in analysis.paths:
         sys.stderr.write(f"{PROG}: wrote {path}\n")
-    for note in analysis.layout_notes:
+    for note in analysis.file_notes:
         sys.stderr.write(f"{PROG}: note: {note}\n")
     return EXIT_OK

@@ -1,0 +1,64 @@
+"""What ``cluster`` writes for a large cluster: a timeline of the ranks that matter, rank folders on request.
+
+* Past ``timeline_focus.ALL_RANKS_MAX`` ranks the merged timeline draws the
+  ranks the verdict names, a typical and the fastest rank, each exactly as
+  ``--timeline all`` draws it; the command says which and why.
+* Past ``rank_layouts.AUTO_FILL_MAX`` ranks without an msprof-analyze folder,
+  none is written and the command says so; ``--layouts`` writes them all, and
+  then nothing is left to say.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from npu_tf_profiling.cli import main
+from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.cluster import rank_layouts
+from npu_tf_profiling.reports.cluster import timeline as ctl
+from npu_tf_profiling.reports.cluster import timeline_focus as tfo
+from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
+
+OUT = "npu_tf_prof_cluster"
+
+
+def _events_by_rank(path: Path) -> dict[int, list[str]]:
+    events = json.loads(path.read_text())
+    assert validate_chrome_trace(events) == []
+    by_rank: dict[int, list[str]] = defaultdict(list)
+    for event in events:
+        by_rank[event["pid"]].append(json.dumps(event, sort_keys=True))
+    return {rank: sorted(texts) for rank, texts in by_rank.items()}
+
+
+def test_a_large_cluster_draws_the_named_ranks_beside_a_typical_and_the_fastest(tmp_path, capsys):
+    ranks = tfo.ALL_RANKS_MAX + 8
+    write_cluster(tmp_path, ClusterPlan(ranks=ranks, steps=6, slow={17: ("input", 3000.0)}, binary=True))
+    assert main(["cluster", str(tmp_path), "--output-dir", str(tmp_path / "all"), "--timeline", "all"]) == 0
+    every = _events_by_rank(tmp_path / "all" / ctl.JSON_NAME)
+    assert sorted(every) == list(range(ranks))
+    capsys.readouterr()
+    assert main(["cluster", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    focus = _events_by_rank(tmp_path / OUT / ctl.JSON_NAME)
+    assert 17 in focus and 3 <= len(focus) <= 3 + tfo.NAMED_MAX, sorted(focus)
+    assert all(focus[rank] == every[rank] for rank in focus)  # each drawn rank as the whole timeline draws it
+    (note,) = [line for line in err.splitlines() if "ranks drawn" in line]
+    assert f"of {ranks} ranks drawn" in note and "17 (slow: input)" in note and "(typical)" in note and "(fastest)" in note
+    assert "--timeline all" in note
+    assert (tmp_path / OUT / "cluster_step_trace_time.csv").read_text() == (tmp_path / "all" / "cluster_step_trace_time.csv").read_text()
+
+
+def test_many_ranks_without_a_folder_are_named_and_written_on_request(tmp_path, capsys):
+    ranks = rank_layouts.AUTO_FILL_MAX + 1
+    write_cluster(tmp_path, ClusterPlan(ranks=ranks, steps=3))  # no worker wrote its reports
+    assert main(["cluster", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert f"{ranks} rank(s) have no msprof-analyze folder" in err and "--layouts" in err
+    assert not list(tmp_path.glob("*_ascend_pt"))
+    assert main(["cluster", str(tmp_path), "--layouts"]) == 0
+    assert f"msprof-analyze layout written for rank(s) 0-{ranks - 1}" in capsys.readouterr().err
+    assert len(list(tmp_path.glob("*_ascend_pt"))) == ranks
+    assert main(["cluster", str(tmp_path)]) == 0
+    assert "msprof-analyze" not in capsys.readouterr().err  # every folder up to date now
