@@ -3,6 +3,8 @@
 * Past ``timeline_focus.ALL_RANKS_MAX`` ranks the merged timeline draws the
   ranks the verdict names, a typical and the fastest rank, each exactly as
   ``--timeline all`` draws it; the command says which and why.
+* The charts page's cluster part comes from the same compact rows and equals
+  one computed from every rank's own step table.
 * Past ``rank_layouts.AUTO_FILL_MAX`` ranks without an msprof-analyze folder,
   none is written and the command says so; ``--layouts`` writes them all, and
   then nothing is left to say.
@@ -62,3 +64,38 @@ def test_many_ranks_without_a_folder_are_named_and_written_on_request(tmp_path, 
     assert len(list(tmp_path.glob("*_ascend_pt"))) == ranks
     assert main(["cluster", str(tmp_path)]) == 0
     assert "msprof-analyze" not in capsys.readouterr().err  # every folder up to date now
+
+
+def test_the_charts_page_cluster_part_equals_one_read_from_every_rank_table(tmp_path):
+    """The page's medians and heatmaps come from the analysis' compact rows (never every rank's table in one
+    process): each equals what every rank's own step table gives, task-traced steps left out on every rank."""
+    import numpy as np
+
+    from npu_tf_profiling.reports.cluster.analysis import analyze_cluster
+    from npu_tf_profiling.reports.cluster.data import load_cluster
+    from npu_tf_profiling.reports.step import summary as sm
+    from npu_tf_profiling.reports.step import table as st
+    from npu_tf_profiling.reports.view import cluster_section as cs
+    from npu_tf_profiling.reports.view import phases as ph
+    from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir
+
+    for rank, traced in ((0, [4]), (1, [4, 5]), (2, [9])):
+        write_synthetic_prof_dir(tmp_path, 12, layered_ops(5), traced=traced, device_id=rank, pid=100 + rank, with_step=True,
+                                 info={"device_id": rank, "host": "h"})
+    analysis = analyze_cluster(tmp_path, view_columns=True)
+    assert len(analysis.traced_steps) >= 3  # steps disturbed on one rank are left out on all
+    rows = analysis.rows.assign(_disturbed=cs._disturbed(analysis.rows, analysis.traced_steps))
+    figure = cs.medians_figure(rows)
+    got = {trace["name"]: dict(zip(trace["x"], trace["y"])) for trace in figure["data"]}
+    table = load_cluster(tmp_path).table
+    keys = zip(table.frame[st.MODEL_ID].astype(int), table.frame[st.ITERATION_ID_COL].astype(int))
+    frame = sm.annotated_frame(table, (np.zeros(len(table), bool), np.array([k in analysis.traced_steps for k in keys])))
+    for rank, group in frame.groupby(st.DEVICE_ID):
+        _, used, _ = sm.basis_rows(group)
+        assert 0 < len(used) < len(group)
+        values = ph.phase_values(used)
+        for name in (ph.ITERATION_TIME, ph.DATA_AUG, ph.FP_BP, ph.REFRESH):
+            assert got[f"rank {rank}"][cs.text(name)] == round(float(np.nanmedian(values[name])), 1)
+    wide = rows.pivot_table(index="Index", columns="Step", values="Iteration Time", aggfunc="first")
+    expected = frame.pivot_table(index=st.DEVICE_ID, columns=st.ITERATION_ID_COL, values=st.ITERATION_TIME, aggfunc="first")
+    np.testing.assert_array_equal(wide.to_numpy(dtype=float), expected.to_numpy(dtype=float))

@@ -34,7 +34,7 @@ from npu_tf_profiling.reports.cluster import timeline_files as tlf
 from npu_tf_profiling.reports.cluster import timeline_focus as tfo
 from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.cluster.data import (
-    CLUSTER_OUTPUT_DIR, ClusterData, RankFound, RankSet, check_one_folder_per_rank, load_cluster, rank_folders, rank_notes,
+    CLUSTER_OUTPUT_DIR, RankFound, RankSet, check_one_folder_per_rank, rank_folders, rank_notes,
 )
 from npu_tf_profiling.reports.cluster.csv_files import write_csv
 from npu_tf_profiling.reports.cluster.engine import Engine, batches, open_engine
@@ -48,7 +48,7 @@ class ClusterAnalysis(RankSet):
     root: Path
     ranks: list[RankPart]  # ranks with iteration records, by rank (their ``rows`` moved into ``rows``)
     empty_ranks: list[RankPart]  # rank folders without any record
-    rows: pd.DataFrame  # per (model, step, rank): Model ID, Step, Index and ANALYSIS_COLUMNS
+    rows: pd.DataFrame  # per (model, step, rank): Model ID, Step, Index and ANALYSIS_COLUMNS (+ the view's columns)
     report: sr.SlowRankReport
     alignment: ctl.ClockAlignment
     engine: str = ""  # where the tasks ran
@@ -58,17 +58,15 @@ class ClusterAnalysis(RankSet):
     notes: list[str] = field(default_factory=list)
     file_notes: list[str] = field(default_factory=list)  # what was written beside the files, or left out: rank folders, timeline ranks
 
-    def load_data(self) -> ClusterData:
-        """Every rank's step table in this process (the view's per-phase medians); not used by the analysis."""
-        return load_cluster(self.root)
-
 
 def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), align: str = ctl.ALIGN_AUTO,
-                    scheduler: Optional[str] = None) -> ClusterAnalysis:
-    """Run the per-rank tasks and the cross-rank analyzers on ``scheduler`` (None: in this process); writes nothing."""
+                    scheduler: Optional[str] = None, view_columns: bool = False) -> ClusterAnalysis:
+    """Run the per-rank tasks and the cross-rank analyzers on ``scheduler`` (None: in this process); writes nothing.
+
+    ``view_columns``: the rows also carry what the charts page's medians need (``rank_task.TaskOptions``)."""
     with open_engine(scheduler) as engine:
         folders = [(str(p), str(d)) for p, d in rank_folders(root)]
-        return _analyze(Path(root), folders, engine, settings, align, TaskOptions())
+        return _analyze(Path(root), folders, engine, settings, align, TaskOptions(view_columns=view_columns))
 
 
 def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, settings: sr.Settings, align: str,

@@ -34,6 +34,10 @@ ANALYSIS_COLUMNS = [cst.DATA_AUG_BOUND, cst.FP_TO_BP, cst.REDUCE, cst.ITERATION_
                     cst.COMM_NOT_OVERLAPPED, cst.OVERLAPPED]
 SYNC_REDUCE = "sync_reduce"  # the step's last all-reduce end (µs, the rank's clock)
 SYNC_END = "sync_end"  # its Iteration End
+# With ``TaskOptions.view_columns``: what the charts page's per-rank phase medians also need (``view.cluster_section``).
+GETNEXT_TIME = "getnext_time"
+REFRESH = "refresh"
+HAS_PREVIOUS = "has_previous"  # the previous iteration is known: a steady iteration (``step.summary.basis_rows``)
 
 
 @dataclass
@@ -68,6 +72,7 @@ class TaskOptions:
     write_all_layouts: bool = False  # then write every such folder, however many (``rank_layouts``; the cross-rank step)
     fragments: Optional[str] = None  # write each rank's timeline fragment into this folder (``timeline_files``)
     with_tasks: bool = True  # task_trace tasks in the timeline
+    view_columns: bool = False  # the rows also carry GETNEXT_TIME, REFRESH and HAS_PREVIOUS
 
 
 def rank_batch(device_dirs: list[tuple[str, str]], options: TaskOptions) -> list[RankPart]:
@@ -96,6 +101,10 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
     compact = rows[[cst.MODEL_ID, cst.STEP, cst.INDEX] + ANALYSIS_COLUMNS].copy()
     compact[SYNC_REDUCE] = sync[0][order]
     compact[SYNC_END] = sync[1][order]
+    if options.view_columns:
+        compact[GETNEXT_TIME] = _floats(table.frame[st.GETNEXT_TIME])[order]
+        compact[REFRESH] = _floats(table.frame[st.ITERATION_REFRESH])[order]
+        compact[HAS_PREVIOUS] = table.has_previous.to_numpy(dtype=bool)[order]
     part.rows = compact
     part.count = len(compact)
     _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
@@ -112,6 +121,10 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
 
         part.layout_stale = is_stale(Path(prof_dir), part.rank, device.device_dir, device.info)
     return part
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    return column.to_numpy(dtype="float64", na_value=np.nan)
 
 
 def sync_points(table: st.StepTraceTable) -> tuple[np.ndarray, np.ndarray]:

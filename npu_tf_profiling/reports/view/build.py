@@ -20,7 +20,7 @@ from typing import Optional
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.cluster.analysis import ClusterAnalysis, analyze_cluster
-from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, require_prof_dirs_below
+from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, rank_folders, require_prof_dirs_below
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 from npu_tf_profiling.reports.task.files import device_task_table
@@ -40,9 +40,10 @@ class ViewInput:
 
     root: Path
     prof_dirs: list[Path]
-    loaded: list[ProfData]
+    loaded: list[ProfData]  # with iteration records: every one, or (``find_input(..., drawn_only=True)``) the drawn ones
     cluster: Optional[ClusterAnalysis] = None
     notes: list[str] = field(default_factory=list)
+    not_read: list[Path] = field(default_factory=list)  # PROF folders past what the page draws (``drawn_only``)
 
     @property
     def default_output(self) -> Path:
@@ -51,12 +52,20 @@ class ViewInput:
         return self.root / CLUSTER_OUTPUT_DIR / VIEW_NAME
 
 
-def find_input(path: Path | str) -> ViewInput:
-    """Find and read everything PATH holds; raises ``BadInputError`` (exit 2) / ``NothingFoundError`` (exit 3)."""
+def find_input(path: Path | str, drawn_only: bool = False) -> ViewInput:
+    """Find and read what PATH holds; raises ``BadInputError`` (exit 2) / ``NothingFoundError`` (exit 3).
+
+    ``drawn_only``: read only the ``MAX_DETAILED`` PROF folders the page draws in full; the cluster part
+    reads every rank through the cluster analysis' tasks, which keep only compact columns (a 4,096-rank
+    job read whole here was minutes and gigabytes).
+    """
     root = Path(path)
     prof_dirs = require_prof_dirs_below(root)
     found = ViewInput(root=root, prof_dirs=prof_dirs, loaded=[])
-    for prof_dir in prof_dirs:
+    for index, prof_dir in enumerate(prof_dirs):
+        if drawn_only and len(found.loaded) == MAX_DETAILED:
+            found.not_read = prof_dirs[index:]
+            break
         try:
             found.loaded.append(load_prof_dir(prof_dir))
         except NothingFoundError as exc:
@@ -64,10 +73,10 @@ def find_input(path: Path | str) -> ViewInput:
     if not found.loaded:
         raise NothingFoundError(f"{root}: no step trace to draw (no iteration records in {len(prof_dirs)} "
                                 f"{layout.PROF_DIR_PREFIX}* folder(s): {'; '.join(found.notes)})")
-    ranks = {d.device_id for data in found.loaded for d in data.devices if d.trace is not None and not d.trace.frame.empty}
-    if len(ranks) > 1:
+    if len(list(rank_folders(root))) > 1:
         try:
-            found.cluster = analyze_cluster(root)
+            analysis = analyze_cluster(root, view_columns=True)
+            found.cluster = analysis if len(analysis.ranks) > 1 else None
         except BadInputError as exc:  # two jobs' folders claiming one rank: each folder is still drawn
             found.notes.append(f"no cluster part: {exc}")
     return found
@@ -89,10 +98,11 @@ def build_page(found: ViewInput, compare: Optional[str] = None) -> Page:
     if found.cluster is not None:
         add_cluster(page, found.cluster)
     detailed = found.loaded[:MAX_DETAILED]
-    if len(found.loaded) > MAX_DETAILED:
-        rest = ", ".join(d.prof_dir.name for d in found.loaded[MAX_DETAILED:])
-        page.paragraph(f"{len(found.loaded)} PROF folders: the first {MAX_DETAILED} are drawn below; run "
-                       f"npu-tf-prof view on any of the others for its page ({rest})", "note")
+    rest = [d.prof_dir for d in found.loaded[MAX_DETAILED:]] + found.not_read
+    if rest:
+        names = ", ".join(p.name for p in rest[:MAX_DETAILED]) + (f" and {len(rest) - MAX_DETAILED} more" if len(rest) > MAX_DETAILED else "")
+        page.paragraph(f"{len(detailed) + len(rest)} PROF folders: the first {MAX_DETAILED} are drawn below; run "
+                       f"npu-tf-prof view on any of the others for its page ({names})", "note")
     for data in detailed:
         add_prof_dir(page, data, task_tables(data))
     return page
@@ -111,7 +121,7 @@ def task_tables(data: ProfData) -> dict[int, TaskTable]:
 def write_view(path: Path | str, output: Path | str | None = None, compare: Optional[str] = None) -> Path:
     """Build the page of ``path`` (compared with ``compare``) and write it (default: ``ViewInput.default_output``,
     named ``COMPARE_NAME`` for a comparison, so the run's own page stays); returns where."""
-    found = find_input(path)
+    found = find_input(path, drawn_only=compare is None)  # a comparison reads every rank of both sides
     page = build_page(found, compare)
     target = Path(output) if output is not None else found.default_output
     if output is None and compare is not None:

@@ -1,7 +1,9 @@
 """The view's part for a cluster: ranks × steps heatmaps, the slow-rank verdict, per-rank phase medians.
 
-Input is ``cluster.analysis.analyze_cluster``'s result (nothing is written):
-the same rank table and verdict as ``npu-tf-prof cluster``. Medians use the
+Input is ``cluster.analysis.analyze_cluster``'s result with the view's columns
+(nothing is written): the same per-(step, rank) rows and verdict as
+``npu-tf-prof cluster``, never every rank's step table in this process (at
+4,096 ranks that was most of the page's time and gigabytes). Medians use the
 summary's basis on each rank (steady iterations), less the steps task_trace
 disturbed on any rank, as the slow-rank tests do.
 
@@ -19,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.reports.cluster import rank_task as rt
+from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.analysis import ClusterAnalysis
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.step import table as st
@@ -26,21 +30,23 @@ from npu_tf_profiling.reports.view import phases as ph
 from npu_tf_profiling.reports.view.model_section import US
 from npu_tf_profiling.reports.view.page import Page, text
 
-HEATMAP_METRICS = ((st.ITERATION_TIME, ph.ITERATION_TIME), (st.DATA_AUG_BOUND, ph.DATA_AUG))
-MEDIAN_PHASES = (ph.ITERATION_TIME, ph.GETNEXT, ph.DATA_AUG, ph.FP_BP, ph.REDUCE, ph.REFRESH)
+HEATMAP_METRICS = ((cst.ITERATION_TIME, ph.ITERATION_TIME), (cst.DATA_AUG_BOUND, ph.DATA_AUG))
+# Each median phase's column in the analysis rows (the step table's values, as floats).
+MEDIAN_PHASES = {ph.ITERATION_TIME: cst.ITERATION_TIME, ph.GETNEXT: rt.GETNEXT_TIME, ph.DATA_AUG: cst.DATA_AUG_BOUND,
+                 ph.FP_BP: cst.FP_TO_BP, ph.REDUCE: cst.REDUCE, ph.REFRESH: rt.REFRESH}
 MAX_RANK_ROWS = 256
 MAX_RANK_BARS = 16
 
 
 def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
-    data = analysis.load_data()
-    page.heading(2, f"Cluster: {len(data.ranks)} ranks under {data.root}")
+    """The cluster part; ``analysis`` from ``analyze_cluster(..., view_columns=True)``."""
+    page.heading(2, f"Cluster: {len(analysis.ranks)} ranks under {analysis.root}")
     page.preformatted(analysis.report.verdict)
-    frame = sm.annotated_frame(data.table, (np.zeros(len(data.table), bool), _disturbed(data.table, analysis.traced_steps)))
-    for model_id, rows in frame.groupby(st.MODEL_ID, sort=True):
+    frame = analysis.rows.assign(_disturbed=_disturbed(analysis.rows, analysis.traced_steps))
+    for model_id, rows in frame.groupby(cst.MODEL_ID, sort=True):
         page.heading(3, f"Model ID {int(model_id)}: ranks × steps")
         for column, label in HEATMAP_METRICS:
-            wide = rows.pivot_table(index=st.DEVICE_ID, columns=st.ITERATION_ID_COL, values=column, aggfunc="first")
+            wide = rows.pivot_table(index=cst.INDEX, columns=cst.STEP, values=column, aggfunc="first")
             binning = ph.Binning.for_length(wide.shape[1])
             note = binning.note("steps")
             if note:
@@ -49,10 +55,12 @@ def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
         page.chart(medians_figure(rows), height=380)
 
 
-def _disturbed(table: st.StepTraceTable, steps: frozenset[tuple[int, int]]) -> np.ndarray:
+def _disturbed(rows: pd.DataFrame, steps: frozenset[tuple[int, int]]) -> np.ndarray:
     """Per row: its (model, step) was task-traced, or right after one, on some rank."""
-    keys = zip(table.frame[st.MODEL_ID].astype("int64").tolist(), table.frame[st.ITERATION_ID_COL].astype("int64").tolist())
-    return np.fromiter((key in steps for key in keys), dtype=bool, count=len(table))
+    if not steps:
+        return np.zeros(len(rows), dtype=bool)
+    keys = pd.MultiIndex.from_arrays([rows[cst.MODEL_ID].to_numpy(dtype="int64"), rows[cst.STEP].to_numpy(dtype="int64")])
+    return keys.isin(list(steps))
 
 
 def heatmap_figure(wide: pd.DataFrame, label: str, binning: ph.Binning) -> dict[str, Any]:
@@ -82,12 +90,17 @@ def heatmap_figure(wide: pd.DataFrame, label: str, binning: ph.Binning) -> dict[
 
 
 def medians_figure(rows: pd.DataFrame) -> dict[str, Any]:
-    """Each phase's median per rank: bars side by side for a few ranks, one series per phase over many."""
+    """Each phase's median per rank: bars side by side for a few ranks, one series per phase over many.
+
+    ``rows``: one model's analysis rows with ``_disturbed``; each rank's basis is the summary's (``basis_rows``).
+    """
+    basis = pd.DataFrame({st.ITERATION_TIME: rows[cst.ITERATION_TIME], "_disturbed": rows["_disturbed"],
+                          "_has_previous": rows[rt.HAS_PREVIOUS].astype(bool), cst.INDEX: rows[cst.INDEX]})
     medians: dict[int, dict[str, float]] = {}
-    for rank, group in rows.groupby(st.DEVICE_ID, sort=True):
+    for rank, group in basis.groupby(cst.INDEX, sort=True):
         _, used, _ = sm.basis_rows(group)
-        values = ph.phase_values(used)
-        medians[int(rank)] = {name: _median(values[name]) for name in MEDIAN_PHASES}
+        chosen = rows.loc[used.index]
+        medians[int(rank)] = {name: _median(chosen[column].to_numpy(dtype="float64")) for name, column in MEDIAN_PHASES.items()}
     shown = [name for name in MEDIAN_PHASES if any(not np.isnan(m[name]) for m in medians.values())]
     title = {"text": "Median of each phase per rank (steady steps)"}
     if len(medians) > MAX_RANK_BARS:
