@@ -47,7 +47,8 @@ def test_a_large_cluster_draws_the_named_ranks_beside_a_typical_and_the_fastest(
     assert 17 in focus and 3 <= len(focus) <= 3 + tfo.NAMED_MAX, sorted(focus)
     assert all(focus[rank] == every[rank] for rank in focus)  # each drawn rank as the whole timeline draws it
     (note,) = [line for line in err.splitlines() if "ranks drawn" in line]
-    assert f"of {ranks} ranks drawn" in note and "17 (slow: input)" in note and "(typical)" in note and "(fastest)" in note
+    assert f"{len(focus)} ranks drawn" in note and f"of {ranks};" in note
+    assert "17 (slow: input)" in note and "(typical)" in note and "(fastest)" in note
     assert "--timeline all" in note
     assert (tmp_path / OUT / "cluster_step_trace_time.csv").read_text() == (tmp_path / "all" / "cluster_step_trace_time.csv").read_text()
 
@@ -99,3 +100,15 @@ def test_the_charts_page_cluster_part_equals_one_read_from_every_rank_table(tmp_
     wide = rows.pivot_table(index="Index", columns="Step", values="Iteration Time", aggfunc="first")
     expected = frame.pivot_table(index=st.DEVICE_ID, columns=st.ITERATION_ID_COL, values=st.ITERATION_TIME, aggfunc="first")
     np.testing.assert_array_equal(wide.to_numpy(dtype=float), expected.to_numpy(dtype=float))
+
+
+def test_a_large_cluster_page_draws_in_full_the_ranks_the_verdict_names(tmp_path):
+    from npu_tf_profiling.reports.view.build import write_view
+
+    ranks = tfo.ALL_RANKS_MAX + 8
+    write_cluster(tmp_path, ClusterPlan(ranks=ranks, steps=6, slow={17: ("input", 3000.0)}, binary=True))
+    html = write_view(tmp_path).read_text()
+    drawn = sorted({int(n) for n in __import__("re").findall(r"<h2>[^<]*PROF_\d+_\d+_RANK(\d{4})", html)})
+    assert 17 in drawn and 3 <= len(drawn) <= 3 + tfo.NAMED_MAX, drawn
+    assert "PROF folders drawn in full: the ranks" in html and "17 (slow: input)" in html
+    assert f"{ranks} PROF folders: {len(drawn)} are drawn below" in html

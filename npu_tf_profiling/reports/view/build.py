@@ -19,6 +19,7 @@ from typing import Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.reports.cluster import timeline_focus as tfo
 from npu_tf_profiling.reports.cluster.analysis import ClusterAnalysis, analyze_cluster
 from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR, rank_folders, require_prof_dirs_below
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError
@@ -55,16 +56,30 @@ class ViewInput:
 def find_input(path: Path | str, drawn_only: bool = False) -> ViewInput:
     """Find and read what PATH holds; raises ``BadInputError`` (exit 2) / ``NothingFoundError`` (exit 3).
 
-    ``drawn_only``: read only the ``MAX_DETAILED`` PROF folders the page draws in full; the cluster part
-    reads every rank through the cluster analysis' tasks, which keep only compact columns (a 4,096-rank
-    job read whole here was minutes and gigabytes).
+    ``drawn_only``: read only the PROF folders the page draws in full (``MAX_DETAILED``; past
+    ``timeline_focus.ALL_RANKS_MAX`` ranks, those of the ranks the verdict names and a yardstick, as the
+    cluster timeline draws); the cluster part reads every rank through the cluster analysis' tasks, which
+    keep only compact columns (a 4,096-rank job read whole here was minutes and gigabytes).
     """
     root = Path(path)
     prof_dirs = require_prof_dirs_below(root)
     found = ViewInput(root=root, prof_dirs=prof_dirs, loaded=[])
-    for index, prof_dir in enumerate(prof_dirs):
+    if len(list(rank_folders(root))) > 1:
+        try:
+            analysis = analyze_cluster(root, view_columns=True)
+            found.cluster = analysis if len(analysis.ranks) > 1 else None
+        except BadInputError as exc:  # two jobs' folders claiming one rank: each folder is still drawn
+            found.notes.append(f"no cluster part: {exc}")
+    to_read = prof_dirs
+    if drawn_only and found.cluster is not None and len(found.cluster.ranks) > tfo.ALL_RANKS_MAX:
+        focus = tfo.focus_ranks(found.cluster.report, found.cluster.rows)
+        drawn = {Path(p.prof_dir) for p in found.cluster.ranks if p.rank in focus.reasons}
+        to_read = [p for p in prof_dirs if p in drawn]
+        found.not_read = [p for p in prof_dirs if p not in drawn]
+        found.notes.append(f"PROF folders drawn in full: the ranks {focus.of_ranks(len(found.cluster.ranks))}")
+    for index, prof_dir in enumerate(to_read):
         if drawn_only and len(found.loaded) == MAX_DETAILED:
-            found.not_read = prof_dirs[index:]
+            found.not_read = to_read[index:] + found.not_read
             break
         try:
             found.loaded.append(load_prof_dir(prof_dir))
@@ -73,12 +88,6 @@ def find_input(path: Path | str, drawn_only: bool = False) -> ViewInput:
     if not found.loaded:
         raise NothingFoundError(f"{root}: no step trace to draw (no iteration records in {len(prof_dirs)} "
                                 f"{layout.PROF_DIR_PREFIX}* folder(s): {'; '.join(found.notes)})")
-    if len(list(rank_folders(root))) > 1:
-        try:
-            analysis = analyze_cluster(root, view_columns=True)
-            found.cluster = analysis if len(analysis.ranks) > 1 else None
-        except BadInputError as exc:  # two jobs' folders claiming one rank: each folder is still drawn
-            found.notes.append(f"no cluster part: {exc}")
     return found
 
 
@@ -101,7 +110,7 @@ def build_page(found: ViewInput, compare: Optional[str] = None) -> Page:
     rest = [d.prof_dir for d in found.loaded[MAX_DETAILED:]] + found.not_read
     if rest:
         names = ", ".join(p.name for p in rest[:MAX_DETAILED]) + (f" and {len(rest) - MAX_DETAILED} more" if len(rest) > MAX_DETAILED else "")
-        page.paragraph(f"{len(detailed) + len(rest)} PROF folders: the first {MAX_DETAILED} are drawn below; run "
+        page.paragraph(f"{len(detailed) + len(rest)} PROF folders: {len(detailed)} are drawn below; run "
                        f"npu-tf-prof view on any of the others for its page ({names})", "note")
     for data in detailed:
         add_prof_dir(page, data, task_tables(data))
