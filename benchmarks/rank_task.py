@@ -9,11 +9,15 @@ into a temporary folder (or ``--data DIR``, reused when it already holds them). 
 warm-up call: ``--runs`` rounds, each calling ``rank_part`` on every rank in turn. Prints per round the
 µs per rank, then the median and spread (min..max) over the rounds, and the process's peak RSS.
 
+``--pieces`` also times the pieces the table of ``docs/scale.md`` lists, each called on its own (CPU time,
+``time.process_time``, per rank): reading the raw frames, the step-trace formulas, the cluster rows, the CSV
+lines; ``rank_part`` adds the sync points, the compact columns and the task-traced steps to them.
+
 ``--digest`` also prints a SHA-256 over every rank's returned CSV bytes, rows, sync columns and traced steps:
 run it on two versions of the code to check that their outputs are identical.
 
 Usage:
-    .venv/bin/python benchmarks/rank_task.py [--ranks 128] [--steps 1000] [--runs 5] [--data DIR] [--digest]
+    .venv/bin/python benchmarks/rank_task.py [--ranks 128] [--steps 1000] [--runs 5] [--data DIR] [--pieces] [--digest]
 """
 from __future__ import annotations
 
@@ -29,8 +33,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from npu_tf_profiling.reports.cluster import step_table as cst  # noqa: E402
 from npu_tf_profiling.reports.cluster.data import rank_folders  # noqa: E402
 from npu_tf_profiling.reports.cluster.rank_task import RankPart, rank_part  # noqa: E402
+from npu_tf_profiling.reports.step import records, table  # noqa: E402
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster  # noqa: E402
 
 GROUPS = 4
@@ -43,6 +49,25 @@ def ensure_ranks(root: Path, ranks: int, steps: int) -> list[tuple[str, str]]:
         write_cluster(root, ClusterPlan(ranks=ranks, steps=steps, groups=GROUPS, slow={ranks // 2: ("input", 3000.0)}, binary=True))
         folders = rank_folders(root)
     return [(str(prof), str(device)) for prof, device in folders]
+
+
+def piece_times(folders: list[tuple[str, str]]) -> dict[str, float]:
+    """CPU µs per rank of each piece, called on its own over every rank."""
+    spent = dict.fromkeys(("read the raw frames", "step-trace formulas", "cluster rows", "CSV lines"), 0.0)
+
+    def timed(name, fn, *args):
+        began = time.process_time()
+        out = fn(*args)
+        spent[name] += time.process_time() - began
+        return out
+
+    for _, device_dir in folders:
+        device = timed("read the raw frames", records.read_device, device_dir)
+        frame = device.trace.frame
+        steps = timed("step-trace formulas", table.compute_step_trace, frame, device.device_id, table.max_reduce_groups(frame))
+        rows = timed("cluster rows", cst.rank_rows, steps)
+        timed("CSV lines", lambda: cst.csv_lines(cst.as_csv_rows(rows)))
+    return {name: seconds / len(folders) * 1e6 for name, seconds in spent.items()}
 
 
 def digest(parts: list[RankPart]) -> str:
@@ -66,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data", type=Path, help="folder for the synthetic ranks (kept; default: a temporary one)")
+    parser.add_argument("--pieces", action="store_true", help="also time the pieces of docs/scale.md's table")
     parser.add_argument("--digest", action="store_true", help="print a hash of every rank's returned data")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,9 +105,13 @@ def main(argv: list[str] | None = None) -> None:
             parts = [rank_part(prof, device) for prof, device in folders]
             per_rank_us.append((time.perf_counter() - began) / len(folders) * 1e6)
             print(f"run {run + 1}: {per_rank_us[-1]:,.0f} µs per rank", flush=True)
+        pieces = [piece_times(folders) for _ in range(args.runs)] if args.pieces else []
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"rank_part, {args.ranks} ranks x {args.steps} steps, {args.runs} runs: median {statistics.median(per_rank_us):,.0f} µs "
           f"per rank (min {min(per_rank_us):,.0f}, max {max(per_rank_us):,.0f}); peak RSS {peak_mb:,.0f} MB")
+    for name in pieces[0] if pieces else []:
+        values = [p[name] for p in pieces]
+        print(f"  {name}: median {statistics.median(values):,.0f} µs CPU per rank (min {min(values):,.0f}, max {max(values):,.0f})")
     if args.digest:
         print(f"digest {digest(parts)}")
 
