@@ -130,28 +130,44 @@ class DeviceRaw:
     trace: Optional[TraceRead]  # None when the folder has no training_trace file
 
 
-def _empty_frame() -> pd.DataFrame:
-    frame = pd.DataFrame({c: pd.Series(dtype="object") for c in RAW_COLUMNS})
-    return _typed(frame)
+# How the reader types each column (pair columns are float64, NaN where not measured or absent).
+_INT_COLUMNS = ("line", layout.K_MODEL_ID, layout.K_GET_NEXT, layout.K_REDUCE)
+_NULLABLE_INT_COLUMNS = (layout.K_RUN, layout.K_STEP)
+Block = dict[str, Any]  # one block of records: RAW_COLUMNS (and its pair columns) as arrays or lists
 
 
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    frame["line"] = frame["line"].astype("int64")
-    frame[layout.K_MODEL_ID] = frame[layout.K_MODEL_ID].astype("int64")
-    for key in (layout.K_RUN, layout.K_STEP):
-        frame[key] = frame[key].astype("Int64")
-    for key in (layout.K_FP_START, layout.K_BP_END, layout.K_ITERATION_END):
-        frame[key] = frame[key].astype("float64")
-    for key in (layout.K_GET_NEXT, layout.K_REDUCE):
-        frame[key] = frame[key].astype("int64")
-    pairs = sorted((c for c in frame.columns if c not in RAW_COLUMNS),
-                   key=lambda c: (c.split("#")[0], int(c.split("#")[1].split(".")[0]), c.endswith(".end")))
-    if list(frame.columns) != RAW_COLUMNS + pairs:
-        frame = frame[RAW_COLUMNS + pairs]
-    for key in pairs:
-        if frame[key].dtype != np.float64:
-            frame[key] = frame[key].astype("float64")
-    return frame
+def _pair_order(name: str) -> tuple[str, int, bool]:
+    kind, rest = name.split("#")
+    return kind, int(rest.split(".")[0]), name.endswith(".end")
+
+
+def _stack(blocks: list[Block]) -> pd.DataFrame:
+    """The blocks' records as one typed frame: ``RAW_COLUMNS``, then the pair columns by kind and pair.
+
+    Each column is concatenated and typed once, and the frame is built once: a
+    concat of per-block frames followed by a cast per column costs more than
+    the numbers on a rank of 1,000 records (the cluster reads one per rank). A
+    pair column a block lacks is NaN there.
+    """
+    pairs = sorted({name for block in blocks for name in block if name not in RAW_COLUMNS}, key=_pair_order)
+    columns: dict[str, Any] = {}
+    for name in RAW_COLUMNS + pairs:
+        if name in _NULLABLE_INT_COLUMNS:
+            parts = [pd.array(block[name], dtype="Int64") for block in blocks]
+            values = [part.to_numpy(dtype="int64", na_value=0) for part in parts]
+            masks = [np.asarray(part.isna()) for part in parts]
+            columns[name] = pd.arrays.IntegerArray(_concat(values, np.int64), _concat(masks, bool))
+            continue
+        dtype = np.int64 if name in _INT_COLUMNS else np.float64
+        columns[name] = _concat([np.asarray(block[name], dtype=dtype) if name in block else np.full(len(block["line"]), np.nan)
+                                 for block in blocks], dtype)
+    return pd.DataFrame(columns, copy=False)
+
+
+def _concat(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
 
 
 def _warn_skipped(path: Path, skipped: list[SkippedLine]) -> None:
@@ -205,7 +221,7 @@ class _FileNotes:
 
 def read_training_traces(paths: list[Path]) -> TraceRead:
     """Read the step-trace files of one device (binary and/or JSON lines) into one ``TraceRead``."""
-    blocks: list[pd.DataFrame] = []
+    blocks: list[Block] = []
     skipped: list[SkippedLine] = []
     for path in paths:
         data = Path(path).read_bytes()
@@ -214,28 +230,27 @@ def read_training_traces(paths: list[Path]) -> TraceRead:
             file_blocks, file_skipped = _frame_rows(data, notes)
         else:
             rows, file_skipped = _json_rows(data, notes)
-            file_blocks = [_json_frame(rows)] if rows else []
+            file_blocks = [_json_block(rows)] if rows else []
         if file_skipped:
             _warn_skipped(Path(path), file_skipped)
         _warn_implausible(Path(path), notes)
-        blocks.extend(b for b in file_blocks if len(b))
+        blocks.extend(b for b in file_blocks if len(b["line"]))
         skipped.extend(file_skipped)
         del data, file_blocks  # the blocks hold copies: the file's bytes can go before the next file is read
-    frame = pd.concat(blocks, ignore_index=True) if blocks else None
+    frame = _stack(blocks)
     blocks.clear()  # one copy of the rows in memory, not two
-    frame = _typed(frame) if frame is not None else _empty_frame()
     shown = paths[0] if paths else Path()
     frame, id_source = assign_iteration_ids(frame, source=str(shown))
     return TraceRead(path=shown, frame=frame, skipped=skipped, id_source=id_source)
 
 
-def _json_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """JSON records as a frame: their pair lists become the count and pair columns."""
+def _json_block(rows: list[dict[str, Any]]) -> Block:
+    """JSON records as a block: their pair lists become the count and pair columns."""
     plain = [k for k in RAW_COLUMNS if k not in (layout.K_GET_NEXT, layout.K_REDUCE)]
-    columns: dict[str, Any] = {k: [row[k] for row in rows] for k in plain}
+    columns: Block = {k: [row[k] for row in rows] for k in plain}
     for kind in (layout.K_GET_NEXT, layout.K_REDUCE):
         columns.update(_pair_frame(kind, [row[kind] for row in rows]))
-    return _typed(pd.DataFrame(columns))
+    return columns
 
 
 def _json_rows(data: bytes, notes: _FileNotes) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
@@ -305,9 +320,9 @@ def _blank_implausible(row: dict[str, Any]) -> int:
     return count
 
 
-def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[pd.DataFrame], list[SkippedLine]]:
+def _frame_rows(data: bytes, notes: _FileNotes) -> tuple[list[Block], list[SkippedLine]]:
     """One block of rows per binary frame; a record without a plausible iteration end is skipped, as in the JSON reader."""
-    blocks: list[pd.DataFrame] = []
+    blocks: list[Block] = []
     skipped: list[SkippedLine] = []
     for item in decode_frames(data):
         if isinstance(item, DamagedBytes):
@@ -333,7 +348,7 @@ def _plausible_times(frame: Frame, notes: _FileNotes) -> np.ndarray:
     return np.where(bad, np.nan, times)
 
 
-def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> pd.DataFrame:
+def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) -> Block:
     """The frame's usable records as ``RAW_COLUMNS`` columns, built from its arrays (no dict per record)."""
     shape = frame.shape
     get_next_pairs = min(shape.get_next_pairs, MAX_GET_NEXT_PAIRS)
@@ -355,7 +370,7 @@ def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) 
     reduce_at = bp_at + shape.has_bp
     missing = np.full(len(times), np.nan)
     steps = frame.rows["step"][usable]
-    return pd.DataFrame({
+    return {
         "line": numbers[usable],
         layout.K_MODEL_ID: np.full(len(times), frame.model_id, dtype=np.int64),
         layout.K_RUN: pd.array(frame.rows["run"][usable].astype(np.int64), dtype="Int64"),
@@ -370,7 +385,7 @@ def _rows_of_frame(frame: Frame, skipped: list[SkippedLine], notes: _FileNotes) 
            for k in range(get_next_pairs) for j, end in enumerate(("start", "end"))},
         **{pair_column(layout.K_REDUCE, k, end): times[:, reduce_at + 2 * k + j]
            for k in range(reduce_pairs) for j, end in enumerate(("start", "end"))},
-    })
+    }
 
 
 def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") -> tuple[pd.DataFrame, dict[int, str]]:
@@ -384,39 +399,46 @@ def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") ->
     repeated or going backwards, e.g. a second graph that only reads the
     global step) is warned about, because ids then stop matching across ranks.
     """
-    frame = frame.sort_values(
-        [layout.K_MODEL_ID, layout.K_ITERATION_END, "line"], kind="mergesort"
-    ).reset_index(drop=True)
-    ids = pd.Series(pd.NA, index=frame.index, dtype="Int64")
+    order = np.lexsort((frame["line"].to_numpy(), frame[layout.K_ITERATION_END].to_numpy(), frame[layout.K_MODEL_ID].to_numpy()))
+    # A stable sort, as sort_values(kind="mergesort"); the reader's rows are mostly in this order already.
+    in_order = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1 \
+        and bool((order == np.arange(len(order))).all())
+    frame = frame.copy(deep=False) if in_order else frame.take(order)  # a new frame: the caller's gets no column
+    frame.index = pd.RangeIndex(len(frame))
+    model = frame[layout.K_MODEL_ID].to_numpy()
+    steps, step_known = frame[layout.K_STEP].to_numpy(dtype="int64", na_value=0), ~np.asarray(frame[layout.K_STEP].isna())
+    ids, id_known = np.zeros(len(frame), dtype=np.int64), np.zeros(len(frame), dtype=bool)
     id_source: dict[int, str] = {}
-    for model_id, group in frame.groupby(layout.K_MODEL_ID, sort=True):
-        steps = group[layout.K_STEP]
-        if steps.notna().all() and steps.is_unique and steps.is_monotonic_increasing:
-            ids.loc[group.index] = steps
-            id_source[int(model_id)] = ID_FROM_STEP
+    firsts = (np.flatnonzero(np.diff(model)) + 1).tolist()  # the models' rows are contiguous now, in ascending order
+    starts = [0, *firsts] if len(frame) else []
+    for lo, hi in zip(starts, [*firsts, len(frame)]):
+        model_id = int(model[lo])
+        if step_known[lo:hi].all() and bool((np.diff(steps[lo:hi]) > 0).all()):  # known, unique and increasing
+            ids[lo:hi], id_known[lo:hi] = steps[lo:hi], True
+            id_source[model_id] = ID_FROM_STEP
             continue
-        if steps.notna().any():
+        if step_known[lo:hi].any():
             warnings.warn(
                 f"{source}: model {model_id}: 'step' is null on some records, repeated, or "
                 "not increasing; Iteration IDs use the run counter instead of the global step",
                 RawDataWarning,
                 stacklevel=3,
             )
-        runs = group[layout.K_RUN]
-        id_source[int(model_id)] = ID_FROM_RUN
+        runs = frame[layout.K_RUN].iloc[lo:hi]
+        id_source[model_id] = ID_FROM_RUN
         if runs.is_unique:
-            ids.loc[group.index] = runs
+            ids[lo:hi], id_known[lo:hi] = runs.to_numpy(dtype="int64", na_value=0), ~np.asarray(runs.isna())
             continue
         repeated = runs[runs.duplicated(keep=False)]
         warnings.warn(
             f"{source}: model {model_id}: the run counter repeats ({repeated.nunique()} value(s), e.g. run {repeated.iloc[0]} "
             f"{int((runs == repeated.iloc[0]).sum())} times: two sessions of one graph, or crafted data); Iteration IDs "
-            f"number the {len(group)} records 1..{len(group)} in order of their iteration end instead",
+            f"number the {hi - lo} records 1..{hi - lo} in order of their iteration end instead",
             RawDataWarning,
             stacklevel=3,
         )
-        ids.loc[group.index] = np.arange(1, len(group) + 1)
-    frame[ITERATION_ID] = ids
+        ids[lo:hi], id_known[lo:hi] = np.arange(1, hi - lo + 1), True
+    frame[ITERATION_ID] = pd.arrays.IntegerArray(ids, ~id_known)
     return frame, id_source
 
 

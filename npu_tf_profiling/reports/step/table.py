@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -114,9 +114,11 @@ class StepTraceTable:
         if self.n_reduce == 0:
             empty = np.zeros((len(self.frame), 0))
             return empty, empty
-        starts = self.frame[[reduce_start_key(k) for k in range(self.n_reduce)]]
-        durations = self.frame[[reduce_duration_key(k) for k in range(self.n_reduce)]]
-        return (starts.to_numpy(dtype="float64", na_value=np.nan), durations.to_numpy(dtype="float64", na_value=np.nan))
+        starts, durations = np.empty((len(self.frame), self.n_reduce)), np.empty((len(self.frame), self.n_reduce))
+        for k in range(self.n_reduce):  # column by column: a frame's to_numpy of Int64 columns goes through objects
+            starts[:, k] = float_values(self.frame[reduce_start_key(k)])
+            durations[:, k] = float_values(self.frame[reduce_duration_key(k)])
+        return starts, durations
 
     def total_reduce(self) -> pd.Series:
         """Per row, the summed Reduce Duration over all groups (NA when none measured)."""
@@ -159,10 +161,12 @@ def _internal_columns(n_reduce: int) -> list[str]:
     return cols + GETNEXT_COLUMNS
 
 
-def to_whole_us(values: Iterable[Optional[float]] | pd.Series) -> pd.Series:
-    """Round float µs to whole µs (half up), keeping missing values as <NA> (Int64)."""
-    series = pd.Series(values, dtype="float64") if not isinstance(values, pd.Series) else values.astype("float64")
-    return np.floor(series + 0.5).astype("Int64")
+def float_values(column: pd.Series) -> np.ndarray:
+    """A numeric column (nullable Int64 or not) as float64, NaN where unknown.
+
+    ``to_numpy`` straight to float: an ``astype("float64")`` first costs five times as much on a 1,000-row column.
+    """
+    return column.to_numpy(dtype="float64", na_value=np.nan)
 
 
 def _whole_us_array(values: np.ndarray) -> np.ndarray:
@@ -208,31 +212,36 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
         n_reduce = max_reduce_groups(raw)
     raw = _sorted_rows(raw)
     index = raw.index
-    fp = to_whole_us(raw[layout.K_FP_START])
-    bp = to_whole_us(raw[layout.K_BP_END])
-    end = to_whole_us(raw[layout.K_ITERATION_END])
-    model = raw[layout.K_MODEL_ID].astype("int64")
-    iteration_id = raw[ITERATION_ID].astype("Int64")
+    # numpy on float64 (NaN: unknown) throughout, Int64 columns made once at the end: on a 1,000-row rank, pandas'
+    # nullable arithmetic and groupby cost more than the numbers (the cluster runs this once per rank). Whole µs
+    # below 2**53 stay exact in float64, so every difference equals the Int64 one.
+    fp = _whole_us_array(float_values(raw[layout.K_FP_START]))
+    bp = _whole_us_array(float_values(raw[layout.K_BP_END]))
+    end = _whole_us_array(float_values(raw[layout.K_ITERATION_END]))
+    model = raw[layout.K_MODEL_ID].to_numpy(dtype="int64")
+    ids = raw[ITERATION_ID].astype("Int64")
+    id_known = ~ids.isna().to_numpy()
+    id_values = ids.to_numpy(dtype="int64", na_value=0)
 
-    by_model = pd.DataFrame({"model": model, "end": end, "id": iteration_id}).groupby("model", sort=False)
-    prev_end = by_model["end"].shift(1)
-    prev_id = by_model["id"].shift(1)
-    has_previous = (prev_id == iteration_id - 1).fillna(False).astype(bool)
-    prev_end = prev_end.where(has_previous, pd.NA).astype("Int64")
-
-    iteration_time = (end - prev_end).where(has_previous, end - fp)
+    # The previous row of the same model (rows are sorted by model) is the previous iteration when its id is one less.
+    has_previous = np.zeros(len(raw), dtype=bool)
+    has_previous[1:] = (model[1:] == model[:-1]) & id_known[1:] & id_known[:-1] & (id_values[:-1] == id_values[1:] - 1)
+    prev_end = np.full(len(raw), np.nan)
+    prev_end[1:] = end[:-1]
+    prev_end[~has_previous] = np.nan
+    iteration_time = np.where(has_previous, end - prev_end, end - fp)
 
     columns: dict[str, object] = {
-        DEVICE_ID: pd.Series(device_id, index=index, dtype="Int64"),
-        ITERATION_ID_COL: iteration_id,
-        FP_START: fp,
-        BP_END: bp,
-        ITERATION_END: end,
-        ITERATION_TIME: iteration_time.astype("Int64"),
-        FP_TO_BP: bp - fp,
-        ITERATION_REFRESH: end - bp,
-        DATA_AUG_BOUND: fp - prev_end,
-        MODEL_ID: model.astype("Int64"),
+        DEVICE_ID: pd.arrays.IntegerArray(np.full(len(raw), device_id, dtype=np.int64), np.zeros(len(raw), dtype=bool)),
+        ITERATION_ID_COL: ids,
+        FP_START: _int64_column(fp),
+        BP_END: _int64_column(bp),
+        ITERATION_END: _int64_column(end),
+        ITERATION_TIME: _int64_column(iteration_time),
+        FP_TO_BP: _int64_column(bp - fp),
+        ITERATION_REFRESH: _int64_column(end - bp),
+        DATA_AUG_BOUND: _int64_column(fp - prev_end),
+        MODEL_ID: pd.arrays.IntegerArray(model.copy(), np.zeros(len(raw), dtype=bool)),
     }
     # Every pair column at once (one array per kind): a frame of thousands of groups stays one numpy pass.
     reduce = _whole_us_array(pair_array(raw, layout.K_REDUCE, n_reduce))
@@ -249,7 +258,7 @@ def compute_step_trace(raw: pd.DataFrame, device_id: int, n_reduce: Optional[int
     columns[GETNEXT_TIME] = _int64_column(gn_end - gn_start)
     # One frame, built once in the final column order (no concat, no reselection: each would copy every column).
     frame = pd.DataFrame({name: columns[name] for name in _internal_columns(n_reduce)}, index=index, copy=False)
-    return StepTraceTable(frame=frame, n_reduce=n_reduce, has_previous=has_previous)
+    return StepTraceTable(frame=frame, n_reduce=n_reduce, has_previous=pd.Series(has_previous, index=index))
 
 
 def _sorted_rows(raw: pd.DataFrame) -> pd.DataFrame:
