@@ -5,7 +5,7 @@ Subcommands:
   cluster   `npu-tf-prof cluster` on synthetic ranks (``testing.cluster_synthetic``, binary frames, one slow rank,
             4 all-reduce groups): per size, fresh rank folders each run (no worker wrote its reports: the
             command's first call, all it writes counts), then
-              local   the command with Dask's in-process (threaded) scheduler (over 16 ranks lacking an
+              local   the command with Dask's in-process scheduler, one task at a time (over 16 ranks lacking an
                       msprof-analyze folder, it names them and writes none; past 32 ranks its timeline draws the
                       ranks the verdict names and a yardstick);
               pool    the command with --scheduler processes (Dask's local scheduler, a process pool);

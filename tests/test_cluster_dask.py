@@ -117,13 +117,15 @@ def test_the_verdict_stays_short_at_2000_ranks():
     assert len(whole["notes"]) == 50
 
 
-def test_the_local_process_pool_gives_the_same_files(tmp_path, capsys):
-    """``--scheduler processes``: Dask's local scheduler with a pool of processes (no server), same files as threads."""
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_the_local_pools_give_the_same_files(tmp_path, capsys, scheduler):
+    """``--scheduler threads|processes``: Dask's local scheduler with a pool of threads or processes (no server),
+    the same files as the default (one task at a time, in this process)."""
     write_cluster(tmp_path / "job", PLAN)
-    assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "threads")]) == 0
-    assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "pool"), "--scheduler", "processes"]) == 0
+    assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "sync")]) == 0
+    assert main(["cluster", str(tmp_path / "job"), "--output-dir", str(tmp_path / "pool"), "--scheduler", scheduler]) == 0
     assert capsys.readouterr().out.count("SLOW RANK 4: cause input") == 2
-    assert _files(tmp_path / "threads") == _files(tmp_path / "pool")
+    assert _files(tmp_path / "sync") == _files(tmp_path / "pool")
 
 
 def test_the_charts_page_bins_4096_ranks_and_keeps_a_slow_rank_visible():

@@ -40,12 +40,13 @@ def write_csv(out: Path, parts: list[RankPart], slice_bytes: int | None = None) 
     model = np.concatenate([k[:, 0] for k in keys]) if keys else empty
     step = np.concatenate([k[:, 1] for k in keys]) if keys else empty
     rank = np.concatenate([np.full(len(k), p.rank, "int64") for p, k in zip(parts, keys)]) if keys else empty
-    line_of = np.concatenate([np.arange(len(k)) for k in keys]) if keys else empty
     part_of = np.concatenate([np.full(len(k), i) for i, k in enumerate(keys)]) if keys else empty
     order = np.lexsort((rank, step, model))
     starts = [np.concatenate([[0], np.flatnonzero(np.frombuffer(p.csv, dtype=np.uint8) == 10) + 1]) for p in parts]
     views = [memoryview(p.csv) for p in parts]
-    sizes = np.concatenate([np.diff(s) for s in starts]) if parts else empty  # bytes of each line, in the rows' order
+    line_start = np.concatenate([s[:-1] for s in starts]) if parts else empty  # each line's bytes in its rank's text
+    line_end = np.concatenate([s[1:] for s in starts]) if parts else empty
+    sizes = line_end - line_start  # in the rows' order
     cuts = _cuts(model[order], step[order], sizes[order], slice_bytes - len(header))
     names = [cst.CSV_NAME] if len(cuts) == 2 else [slice_name(n) for n in range(len(cuts) - 1)]
     paths = [out / name for name in names]
@@ -53,9 +54,9 @@ def write_csv(out: Path, parts: list[RankPart], slice_bytes: int | None = None) 
         with AtomicFile(path, encoding=None) as handle:
             handle.handle.write(header)
             for a in range(lo, hi, CHUNK_ROWS):
-                sel = order[a:min(hi, a + CHUNK_ROWS)]
-                handle.handle.write(b"".join([views[i][starts[i][j]:starts[i][j + 1]]
-                                              for i, j in zip(part_of[sel].tolist(), line_of[sel].tolist())]))
+                sel = order[a:min(hi, a + CHUNK_ROWS)]  # plain ints from here: one slice per line is the whole cost
+                handle.handle.write(b"".join([views[i][x:y] for i, x, y in
+                                              zip(part_of[sel].tolist(), line_start[sel].tolist(), line_end[sel].tolist())]))
     for stale in [out / cst.CSV_NAME, *sorted(out.glob(slice_name(0).replace("_0.csv", "_*.csv")))]:
         if stale not in paths:
             own_files.remove(stale)

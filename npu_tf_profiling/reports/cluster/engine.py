@@ -3,9 +3,14 @@
 The pattern of NVIDIA Nsight Systems' recipes: the per-rank work is a list of
 ``dask.delayed`` tasks, the same graph whichever scheduler runs it.
 
-* No address (or ``threads``): Dask's local threaded scheduler, inside this
-  process (no server to start; numpy and file reads release the GIL, the
-  Python parts of a rank's work do not).
+* No address (or ``sync``): Dask's local synchronous scheduler, inside this
+  process, one task at a time (no server to start). A rank's work is Python
+  and numpy on arrays of a few thousand values, which hold the GIL: on the
+  2-core machine a thread pool ran the 1,024-rank tasks in 7.7-8.8 s against
+  6.1-6.8 s on one thread (``benchmarks/RESULTS.md``, "Scale: cluster").
+* ``threads``: Dask's local threaded scheduler, in this process: worth it
+  when reading the rank folders waits on the storage (a network file system),
+  since file reads release the GIL.
 * ``processes``: Dask's local multiprocessing scheduler (still no server): a
   pool of worker processes on this host, so the Python parts use every core.
 * ``tcp://HOST:PORT`` (``--scheduler``, or ``DASK_SCHEDULER_ADDRESS``): a
@@ -26,7 +31,10 @@ from contextlib import contextmanager
 from npu_tf_profiling.reports.errors import BadInputError
 
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
-LOCAL_SCHEDULERS = ("threads", "processes")
+LOCAL_SCHEDULERS = ("sync", "threads", "processes")
+_DASK_NAMES = {"sync": "synchronous", "threads": "threads", "processes": "processes"}
+_WHERE = {"sync": "Dask's local scheduler in this process (one thread)", "threads": "Dask's local scheduler in this process (threads)",
+          "processes": "Dask's local scheduler with a process pool"}
 INSTALL_HINT = "pip install 'npu_tf_profiling[cluster]' (or: pip install dask distributed)"
 CONNECT_TIMEOUT_S = 30
 
@@ -51,13 +59,13 @@ class Engine:
 
     where: str
     client: Any = None  # a distributed.Client, or None for a local scheduler
-    local: str = "threads"  # the local scheduler without a client
+    local: str = "sync"  # the local scheduler without a client (``LOCAL_SCHEDULERS``)
 
     @property
     def workers(self) -> int:
         """How many tasks can run at once (threads here, or over the cluster's workers)."""
         if self.client is None:
-            return os.cpu_count() or 1
+            return 1 if self.local == "sync" else os.cpu_count() or 1
         return max(1, sum(w.get("nthreads", 1) for w in self.client.scheduler_info().get("workers", {}).values()))
 
     def map(self, func: Callable[..., T], items: Sequence[Any], *args: Any) -> list[T]:
@@ -68,7 +76,7 @@ class Engine:
             return []
         if self.client is not None:
             return list(self.client.compute(tasks, sync=True))
-        return list(dask.compute(*tasks, scheduler=self.local, num_workers=os.cpu_count() or 1))
+        return list(dask.compute(*tasks, scheduler=_DASK_NAMES[self.local], num_workers=self.workers))
 
 
 def scheduler_address(given: Optional[str]) -> Optional[str]:
@@ -82,9 +90,8 @@ def open_engine(address: Optional[str] = None) -> Iterator[Engine]:
     """The engine for ``address`` (see ``scheduler_address``); a client is closed on the way out."""
     _dask()
     if not address or address in LOCAL_SCHEDULERS:
-        local = address or "threads"
-        where = "Dask's local scheduler in this process" if local == "threads" else "Dask's local scheduler with a process pool"
-        yield Engine(where=where, local=local)
+        local = address or "sync"
+        yield Engine(where=_WHERE[local], local=local)
         return
     try:
         from distributed import Client

@@ -97,19 +97,20 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
     part.csv = cst.csv_lines(cst.as_csv_rows(rows)).encode()
     part.csv_keys = rows[[cst.MODEL_ID, cst.STEP]].to_numpy(dtype="int64")
     sync = sync_points(table)  # in the table's order; rank_rows sorts by (model, step)
-    order = np.lexsort((table.frame[st.ITERATION_ID_COL].astype("int64").to_numpy(), table.frame[st.MODEL_ID].astype("int64").to_numpy()))
+    order = np.lexsort((table.frame[st.ITERATION_ID_COL].to_numpy(dtype="int64"), table.frame[st.MODEL_ID].to_numpy(dtype="int64")))
     compact = rows[[cst.MODEL_ID, cst.STEP, cst.INDEX] + ANALYSIS_COLUMNS].copy()
     compact[SYNC_REDUCE] = sync[0][order]
     compact[SYNC_END] = sync[1][order]
     if options.view_columns:
-        compact[GETNEXT_TIME] = _floats(table.frame[st.GETNEXT_TIME])[order]
-        compact[REFRESH] = _floats(table.frame[st.ITERATION_REFRESH])[order]
+        compact[GETNEXT_TIME] = st.float_values(table.frame[st.GETNEXT_TIME])[order]
+        compact[REFRESH] = st.float_values(table.frame[st.ITERATION_REFRESH])[order]
         compact[HAS_PREVIOUS] = table.has_previous.to_numpy(dtype=bool)[order]
     part.rows = compact
     part.count = len(compact)
     _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
-    hit = frame[disturbed]
-    part.traced_steps = frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))
+    if disturbed.any():
+        hit = frame[disturbed]
+        part.traced_steps = frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))
     if options.fragments:
         from npu_tf_profiling.reports.cluster.data import RankData
         from npu_tf_profiling.reports.cluster.timeline_files import write_fragment
@@ -123,13 +124,9 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
     return part
 
 
-def _floats(column: pd.Series) -> np.ndarray:
-    return column.to_numpy(dtype="float64", na_value=np.nan)
-
-
 def sync_points(table: st.StepTraceTable) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the last all-reduce end (NaN without one) and Iteration End: the moments all ranks share."""
-    end = table.frame[st.ITERATION_END].astype("float64").to_numpy(na_value=np.nan)
+    end = st.float_values(table.frame[st.ITERATION_END])
     if not table.n_reduce:
         return np.full(len(end), np.nan), end
     rs, rd = table.reduce_arrays()

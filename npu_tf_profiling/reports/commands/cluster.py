@@ -50,8 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share of steps that makes a rank consistently slow / waited for (default 0.5)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help=f"run the per-rank tasks on this Dask scheduler's workers (default: ${SCHEDULER_ENV}, "
-                             "else Dask's local scheduler in this process); workers read the rank folders at the same path. "
-                             "'processes': Dask's local scheduler with a pool of processes on this host (every core, no server)")
+                             "else Dask's local scheduler in this process, one task at a time: 'sync'); workers read the rank "
+                             "folders at the same path. 'threads': a thread pool in this process (for rank folders on a network "
+                             "file system); 'processes': a pool of processes on this host (every core, no server)")
 
 
 def run(args: argparse.Namespace) -> int:
