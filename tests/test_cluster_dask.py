@@ -106,6 +106,7 @@ def test_the_verdict_stays_short_at_2000_ranks():
     rows = rows[~lacking].reset_index(drop=True)
     notes = [f"rank {r}: a note" for r in range(50)]
     report = sr.analyze(rows, list(range(ranks + 5)), hosts=[f"node{h}" for h in range(250)], notes=notes)
+    report.verdict = sr.render_text(report)
     lines = report.verdict.splitlines()
     assert len(lines) <= 40, report.verdict
     assert max(map(len, lines)) < 1000

@@ -97,6 +97,7 @@ def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, setting
         notes.append(f"timeline clocks aligned ({alignment.reason}): {shifts}")
     traced = frozenset().union(*(p.traced_steps for p in parts))
     report = sr.analyze(rows, sorted(p.rank for p in found), hosts=hosts, notes=notes, settings=settings, left_out=traced)
+    report.verdict = sr.render_text(report)
     analysis = ClusterAnalysis(root=root, ranks=parts, empty_ranks=empty, rows=rows, report=report, alignment=alignment,
                                engine=engine.where, traced_steps=traced, notes=notes)
     if options.check_layouts:

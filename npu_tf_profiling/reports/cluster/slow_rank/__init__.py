@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from npu_tf_profiling.reports.cluster.slow_rank.common import JSON_NAME, TEXT_NAME, Settings
 from npu_tf_profiling.reports.cluster.slow_rank.missing import missing_steps
-from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import binomial_tail, high_outliers, method_description
+from npu_tf_profiling.reports.cluster.slow_rank.outlier_methods import binomial_tail, high_outliers, method_description
 from npu_tf_profiling.reports.cluster.slow_rank.outliers import MetricResult, outliers
 from npu_tf_profiling.reports.cluster.slow_rank.render import render_text
 from npu_tf_profiling.reports.cluster.slow_rank.verdict import SlowRankReport, analyze

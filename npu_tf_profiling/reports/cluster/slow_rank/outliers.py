@@ -11,7 +11,7 @@ from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.slow_rank.common import (
     Settings, effect_floor, median_without, medians_without_each, metric_matrix, nanmedian, rounded_us,
 )
-from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import high_outliers, test_method
+from npu_tf_profiling.reports.cluster.slow_rank.outlier_methods import high_outliers, method_for
 
 @dataclass
 class MetricRank:
@@ -51,7 +51,7 @@ def outliers(rows: pd.DataFrame, metric: str, settings: Settings = Settings()) -
     keep = excess >= floor[r_i]
     r_i, c_i, excess = r_i[keep], c_i[keep], excess[keep]
     tested_rows = (~np.isnan(values)).sum(axis=1) >= 3
-    result = MetricResult(metric=metric, method=test_method(len(rank_ids)), ranks={})
+    result = MetricResult(metric=metric, method=method_for(len(rank_ids)), ranks={})
     medians = nanmedian(values, axis=0) if len(values) else np.full(len(cols), np.nan)
     median_flags = np.zeros(len(cols), dtype=bool)
     if len(cols) >= 3 and not np.isnan(medians).all():

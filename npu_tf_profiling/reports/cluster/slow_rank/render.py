@@ -1,12 +1,12 @@
-"""The text verdict (``slow_rank.txt``, also printed by ``npu-tf-prof cluster``)."""
+"""The text verdict (``slow_rank.txt``, also printed by ``npu-tf-prof cluster``).
+
+The caller of ``verdict.analyze`` renders its report here (``cluster.analysis``): the analysis
+does not know its text, so this module reads ``verdict`` and nothing reads back.
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from npu_tf_profiling.reports.cluster.slow_rank.common import as_ms
-
-if TYPE_CHECKING:  # only for the annotation: verdict builds the report and calls render_text
-    from npu_tf_profiling.reports.cluster.slow_rank.verdict import SlowRankReport
+from npu_tf_profiling.reports.cluster.slow_rank.verdict import SlowRankReport
 
 # The verdict stays short at any cluster size (40 lines or fewer at 10,000 ranks): per-rank lists
 # show the TOP_K ranks that matter most and a count; every rank's values stay in slow_rank.json.

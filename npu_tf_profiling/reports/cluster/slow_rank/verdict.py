@@ -21,9 +21,8 @@ from npu_tf_profiling.reports.cluster.slow_rank.common import (
     rounded_us,
 )
 from npu_tf_profiling.reports.cluster.slow_rank.missing import missing_steps, step_ranges
-from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import method_description
+from npu_tf_profiling.reports.cluster.slow_rank.outlier_methods import method_description
 from npu_tf_profiling.reports.cluster.slow_rank.outliers import MetricResult, outliers
-from npu_tf_profiling.reports.cluster.slow_rank.render import render_text
 from npu_tf_profiling.reports.cluster.slow_rank.waits import WaitResult, wait_votes
 
 def phase_excess(rows: pd.DataFrame, rank: int, metric: str) -> Optional[float]:
@@ -62,7 +61,7 @@ class SlowRankReport:
     missing: dict[str, Any]
     communication: dict[str, Any]
     notes: list[str] = field(default_factory=list)
-    verdict: str = ""
+    verdict: str = ""  # the text verdict: render.render_text(report), set by the caller (render reads this module, not back)
 
     def to_dict(self) -> dict[str, Any]:
         def metric(m: MetricResult) -> dict[str, Any]:
@@ -186,5 +185,4 @@ def analyze(rows: pd.DataFrame, all_ranks: list[int], hosts: list[str] | None = 
         missing=missing_steps(present, sorted(set(all_ranks) | set(ranks))),
         communication=communication_shares(rows), notes=notes,
     )
-    report.verdict = render_text(report)
     return report

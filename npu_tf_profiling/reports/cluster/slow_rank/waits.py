@@ -11,7 +11,7 @@ from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.slow_rank.common import (
     Settings, effect_floor, median_without, medians_without_each, metric_matrix, nanmedian, rounded_us,
 )
-from npu_tf_profiling.reports.cluster.slow_rank.outlier_test import binomial_tail
+from npu_tf_profiling.reports.cluster.slow_rank.outlier_methods import binomial_tail
 
 @dataclass
 class WaitRank:

@@ -12,15 +12,15 @@ DIXON_MAX_RANKS = 9  # "fewer than 10 ranks"
 SIGMAS = 3.0
 
 
-
-def test_method(n: int) -> str:
+def method_for(n: int) -> str:
+    """The outlier test used for n ranks: "dixon", "3sigma", or "none" under 3."""
     if n < 3:
         return "none"
     return "dixon" if n <= DIXON_MAX_RANKS else "3sigma"
 
 
 def method_description(n_ranks: int) -> str:
-    kind = test_method(n_ranks)
+    kind = method_for(n_ranks)
     if kind == "dixon":
         return f"Dixon's Q test (95%, critical Q {DIXON_Q95[n_ranks]:.3f} for {n_ranks} ranks)"
     if kind == "3sigma":
