@@ -39,11 +39,12 @@ demo: install
 	@echo "== charts of this run (one offline HTML page; open it in any browser):"
 	@$(VPY) -m npu_tf_profiling view "$$(ls -td demo_output/PROF_* | head -1)"
 
-# The suite on TEST_PROCESSES processes (pytest-xdist; a file's tests stay in one process, so its
+# The linter (pyproject.toml), then the suite on TEST_PROCESSES processes (pytest-xdist; a file's tests stay in one process, so its
 # module fixtures run once), then the `timing` tests alone (pytest.ini says why). Exit status 5 is
 # pytest's "no test selected" (a PYTEST_ARGS -k that picks tests of one phase only).
 TEST_PROCESSES ?= 2
 test: install $(MSPROF_STAMP)
+	$(VENV)/bin/ruff check .
 	$(VPY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile -m "not timing" $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
 	$(VPY) -m pytest -q -m timing $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
 

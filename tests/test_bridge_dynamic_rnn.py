@@ -7,11 +7,11 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.bridge.dynamic_rnn import DynamicGRUV2, DynamicRNN
 
-T, B, I, H = 6, 3, 5, 4
+T, B, IN, H = 6, 3, 5, 4
 LENGTHS = np.array([6, 2, 4], np.int32)
 rng = np.random.RandomState(0)
-X = rng.uniform(-1, 1, (T, B, I)).astype(np.float32)
-W = rng.uniform(-0.5, 0.5, (I + H, 4 * H)).astype(np.float32)
+X = rng.uniform(-1, 1, (T, B, IN)).astype(np.float32)
+W = rng.uniform(-0.5, 0.5, (IN + H, 4 * H)).astype(np.float32)
 BIAS = rng.uniform(-0.5, 0.5, (4 * H,)).astype(np.float32)
 H0 = rng.uniform(-0.5, 0.5, (1, B, H)).astype(np.float32)
 C0 = rng.uniform(-0.5, 0.5, (1, B, H)).astype(np.float32)
@@ -117,15 +117,15 @@ def test_lstm_equals_tensorflow_dynamic_rnn_with_basic_lstm_cell_values_and_grad
 def test_lstm_variables_are_upstreams() -> None:
     graph = tf.Graph()
     with graph.as_default():
-        DynamicRNN(H, dtype=tf.float32)(tf.placeholder(tf.float32, [T, None, I]))
-        DynamicRNN(H, dtype=tf.float32, direction="BIDIRECTIONAL")(tf.placeholder(tf.float32, [T, B, I]))
+        DynamicRNN(H, dtype=tf.float32)(tf.placeholder(tf.float32, [T, None, IN]))
+        DynamicRNN(H, dtype=tf.float32, direction="BIDIRECTIONAL")(tf.placeholder(tf.float32, [T, B, IN]))
         shapes = {v.op.name: (v.shape.as_list(), v in tf.trainable_variables()) for v in tf.global_variables()}
     assert shapes == {
         "dynamic_rnn/dynamicbase/seq_length": ([16], False),  # upstream's length for an unknown batch size
-        "dynamic_rnn/dynamicrnn/w": ([I + H, 4 * H], True),
+        "dynamic_rnn/dynamicrnn/w": ([IN + H, 4 * H], True),
         "dynamic_rnn/dynamicrnn/b": ([4 * H], True),
         "dynamic_rnn_1/dynamicbase/seq_length": ([B], False),
-        "dynamic_rnn_1/dynamicrnn/w": ([2, I + H, 4 * H], True),
+        "dynamic_rnn_1/dynamicrnn/w": ([2, IN + H, 4 * H], True),
         "dynamic_rnn_1/dynamicrnn/b": ([2, 4 * H], True),
     }
 
@@ -176,7 +176,7 @@ def test_gru_outputs_match_the_numpy_recurrence(gate_order: str) -> None:
     for name, g, w in zip(got._fields, got, want):
         np.testing.assert_allclose(g, w, **TOL, err_msg=name)
     assert [v.op.name for v in variables] == [f"dynamic_gruv2/dynamicgruv2/{n}" for n in ("weight_input", "weight_hidden", "bias_input", "bias_hidden")]
-    assert [w.shape for w in weights] == [(I, 3 * H), (H, 3 * H), (3 * H,), (3 * H,)]
+    assert [w.shape for w in weights] == [(IN, 3 * H), (H, 3 * H), (3 * H,), (3 * H,)]
 
 
 def test_gru_equals_keras_gru_with_reset_after() -> None:

@@ -184,5 +184,5 @@ def test_assign_lanes_is_minimal_and_reuses_free_lanes():
     lanes = assign_lanes(spans)
     assert lanes == [0, 1, 0, 1, 0]
     for lane in set(lanes):
-        mine = sorted(s for s, l in zip(spans, lanes) if l == lane)
+        mine = sorted(s for s, span_lane in zip(spans, lanes) if span_lane == lane)
         assert all(a[0] + a[1] <= b[0] for a, b in zip(mine, mine[1:]))
