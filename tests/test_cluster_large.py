@@ -85,8 +85,8 @@ def test_the_charts_page_cluster_part_equals_one_read_from_every_rank_table(tmp_
                                  info={"device_id": rank, "host": "h"})
     analysis = analyze_cluster(tmp_path, view_columns=True)
     assert len(analysis.traced_steps) >= 3  # steps disturbed on one rank are left out on all
-    rows = analysis.rows.assign(_disturbed=cs._disturbed(analysis.rows, analysis.traced_steps))
-    figure = cs.medians_figure(rows)
+    rows = analysis.rows
+    figure = cs.medians_figure(rows, cs._disturbed(rows, analysis.traced_steps))
     got = {trace["name"]: dict(zip(trace["x"], trace["y"])) for trace in figure["data"]}
     table = load_cluster(tmp_path).table
     keys = zip(table.frame[st.MODEL_ID].astype(int), table.frame[st.ITERATION_ID_COL].astype(int))
@@ -97,9 +97,10 @@ def test_the_charts_page_cluster_part_equals_one_read_from_every_rank_table(tmp_
         values = ph.phase_values(used)
         for name in (ph.ITERATION_TIME, ph.DATA_AUG, ph.FP_BP, ph.REFRESH):
             assert got[f"rank {rank}"][cs.text(name)] == round(float(np.nanmedian(values[name])), 1)
-    wide = rows.pivot_table(index="Index", columns="Step", values="Iteration Time", aggfunc="first")
+    wide = cs.ranks_by_steps(rows, "Iteration Time")
     expected = frame.pivot_table(index=st.DEVICE_ID, columns=st.ITERATION_ID_COL, values=st.ITERATION_TIME, aggfunc="first")
     np.testing.assert_array_equal(wide.to_numpy(dtype=float), expected.to_numpy(dtype=float))
+    assert wide.index.tolist() == expected.index.tolist() and wide.columns.tolist() == expected.columns.tolist()
 
 
 def test_a_large_cluster_page_draws_in_full_the_ranks_the_verdict_names(tmp_path):

@@ -42,17 +42,35 @@ def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
     """The cluster part; ``analysis`` from ``analyze_cluster(..., view_columns=True)``."""
     page.heading(2, f"Cluster: {len(analysis.ranks)} ranks under {analysis.root}")
     page.preformatted(analysis.report.verdict)
-    frame = analysis.rows.assign(_disturbed=_disturbed(analysis.rows, analysis.traced_steps))
-    for model_id, rows in frame.groupby(cst.MODEL_ID, sort=True):
-        page.heading(3, f"Model ID {int(model_id)}: ranks × steps")
+    disturbed = _disturbed(analysis.rows, analysis.traced_steps)
+    models = analysis.rows[cst.MODEL_ID].to_numpy(dtype="int64")
+    for model_id in np.unique(models).tolist():
+        # One model's rows: the rows themselves when there is one model (the usual case; millions of rows at
+        # thousands of ranks, so no copy of them), a selection otherwise.
+        mine = models == model_id
+        rows = analysis.rows if mine.all() else analysis.rows[mine]
+        page.heading(3, f"Model ID {model_id}: ranks × steps")
         for column, label in HEATMAP_METRICS:
-            wide = rows.pivot_table(index=cst.INDEX, columns=cst.STEP, values=column, aggfunc="first")
+            wide = ranks_by_steps(rows, column)
             binning = ph.Binning.for_length(wide.shape[1])
             note = binning.note("steps")
             if note:
                 page.paragraph(note, "note")
             page.chart(heatmap_figure(wide, label, binning), height=max(220, 40 * min(len(wide), 24) + 140))
-        page.chart(medians_figure(rows), height=380)
+        page.chart(medians_figure(rows, disturbed[mine]), height=380)
+
+
+def ranks_by_steps(rows: pd.DataFrame, column: str) -> pd.DataFrame:
+    """One model's ``column`` as a ranks x steps table (NaN where unknown), less ranks and steps with no value:
+    what ``pivot_table(index=Index, columns=Step, aggfunc="first")`` gives, from one numpy array (a (step,
+    rank) pair is one row)."""
+    ranks, rank_at = np.unique(rows[cst.INDEX].to_numpy(dtype="int64"), return_inverse=True)
+    steps, step_at = np.unique(rows[cst.STEP].to_numpy(dtype="int64"), return_inverse=True)
+    values = np.full((len(ranks), len(steps)), np.nan)
+    values[rank_at, step_at] = rows[column].to_numpy(dtype="float64", na_value=np.nan)
+    known = ~np.isnan(values)
+    keep_ranks, keep_steps = known.any(axis=1), known.any(axis=0)
+    return pd.DataFrame(values[keep_ranks][:, keep_steps], index=pd.Index(ranks[keep_ranks]), columns=pd.Index(steps[keep_steps]))
 
 
 def _disturbed(rows: pd.DataFrame, steps: frozenset[tuple[int, int]]) -> np.ndarray:
@@ -89,12 +107,13 @@ def heatmap_figure(wide: pd.DataFrame, label: str, binning: ph.Binning) -> dict[
                                         "yaxis": {"autorange": "reversed"}}}
 
 
-def medians_figure(rows: pd.DataFrame) -> dict[str, Any]:
+def medians_figure(rows: pd.DataFrame, disturbed: np.ndarray) -> dict[str, Any]:
     """Each phase's median per rank: bars side by side for a few ranks, one series per phase over many.
 
-    ``rows``: one model's analysis rows with ``_disturbed``; each rank's basis is the summary's (``basis_rows``).
+    ``rows``: one model's analysis rows; ``disturbed``: per row, left out as task-traced (``_disturbed``);
+    each rank's basis is the summary's (``basis_rows``).
     """
-    basis = pd.DataFrame({st.ITERATION_TIME: rows[cst.ITERATION_TIME], "_disturbed": rows["_disturbed"],
+    basis = pd.DataFrame({st.ITERATION_TIME: rows[cst.ITERATION_TIME], "_disturbed": disturbed,
                           "_has_previous": rows[rt.HAS_PREVIOUS].astype(bool), cst.INDEX: rows[cst.INDEX]})
     medians: dict[int, dict[str, float]] = {}
     for rank, group in basis.groupby(cst.INDEX, sort=True):
