@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -109,7 +110,7 @@ def test_a_large_cluster_page_draws_in_full_the_ranks_the_verdict_names(tmp_path
     ranks = tfo.ALL_RANKS_MAX + 8
     write_cluster(tmp_path, ClusterPlan(ranks=ranks, steps=6, slow={17: ("input", 3000.0)}, binary=True))
     html = write_view(tmp_path).read_text()
-    drawn = sorted({int(n) for n in __import__("re").findall(r"<h2>[^<]*PROF_\d+_\d+_RANK(\d{4})", html)})
+    drawn = sorted({int(n) for n in re.findall(r"<h2>[^<]*PROF_\d+_\d+_RANK(\d{4})", html)})
     assert 17 in drawn and 3 <= len(drawn) <= 3 + tfo.NAMED_MAX, drawn
     assert "PROF folders drawn in full: the ranks" in html and "17 (slow: input)" in html
     assert f"{ranks} PROF folders: {len(drawn)} are drawn below" in html

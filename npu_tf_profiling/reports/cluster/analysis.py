@@ -70,7 +70,9 @@ def analyze_cluster(root: Path | str, settings: sr.Settings = sr.Settings(), ali
 
 
 def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, settings: sr.Settings, align: str,
-             options: TaskOptions) -> ClusterAnalysis:
+             options: TaskOptions, all_layouts: bool = False) -> ClusterAnalysis:
+    """The per-rank tasks and the cross-rank work; with ``options.check_layouts``, the missing msprof-analyze
+    folders are written (``rank_layouts``: up to 16, or all with ``all_layouts``)."""
     found = [part for batch in engine.map(rank_batch, batches(folders, workers=engine.workers), options) for part in batch]
     claims: dict[int, list[Path]] = {}
     for part in found:
@@ -102,7 +104,7 @@ def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, setting
                                engine=engine.where, traced_steps=traced, notes=notes)
     if options.check_layouts:
         stale = [(p.rank, p.prof_dir, p.device_dir) for p in parts if p.layout_stale]
-        analysis.file_notes = fill_layouts(engine, stale, options.write_all_layouts)
+        analysis.file_notes = fill_layouts(engine, stale, all_layouts)
     return analysis
 
 
@@ -120,10 +122,9 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
     # Each rank's events are written by its own task when it will be drawn on its own clock; else the timeline task reads it.
     fragments = out / tlf.FRAGMENTS_DIR if every_rank and not _shift_expected(folders, align) else None
     with open_engine(scheduler) as engine:
-        options = TaskOptions(check_layouts=True, write_all_layouts=layouts, fragments=str(fragments) if fragments else None,
-                              with_tasks=with_tasks)
+        options = TaskOptions(check_layouts=True, fragments=str(fragments) if fragments else None, with_tasks=with_tasks)
         try:
-            analysis = _analyze(root, folders, engine, settings, align, options)
+            analysis = _analyze(root, folders, engine, settings, align, options, all_layouts=layouts)
             csv_paths = write_csv(out, analysis.ranks)
             refs = [tlf.RankRef(p.rank, p.host, p.count, p.prof_dir, p.device_dir) for p in analysis.ranks]
             for p in analysis.ranks:

@@ -31,10 +31,11 @@ from contextlib import contextmanager
 from npu_tf_profiling.reports.errors import BadInputError
 
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
-LOCAL_SCHEDULERS = ("sync", "threads", "processes")
-_DASK_NAMES = {"sync": "synchronous", "threads": "threads", "processes": "processes"}
-_WHERE = {"sync": "Dask's local scheduler in this process (one thread)", "threads": "Dask's local scheduler in this process (threads)",
-          "processes": "Dask's local scheduler with a process pool"}
+# Each local scheduler: Dask's name for it, and where the tasks run (for the notes).
+_LOCAL = {"sync": ("synchronous", "Dask's local scheduler in this process (one thread)"),
+          "threads": ("threads", "Dask's local scheduler in this process (threads)"),
+          "processes": ("processes", "Dask's local scheduler with a process pool")}
+LOCAL_SCHEDULERS = tuple(_LOCAL)
 INSTALL_HINT = "pip install 'npu_tf_profiling[cluster]' (or: pip install dask distributed)"
 CONNECT_TIMEOUT_S = 30
 
@@ -76,7 +77,7 @@ class Engine:
             return []
         if self.client is not None:
             return list(self.client.compute(tasks, sync=True))
-        return list(dask.compute(*tasks, scheduler=_DASK_NAMES[self.local], num_workers=self.workers))
+        return list(dask.compute(*tasks, scheduler=_LOCAL[self.local][0], num_workers=self.workers))
 
 
 def scheduler_address(given: Optional[str]) -> Optional[str]:
@@ -91,7 +92,7 @@ def open_engine(address: Optional[str] = None) -> Iterator[Engine]:
     _dask()
     if not address or address in LOCAL_SCHEDULERS:
         local = address or "sync"
-        yield Engine(where=_WHERE[local], local=local)
+        yield Engine(where=_LOCAL[local][1], local=local)
         return
     try:
         from distributed import Client

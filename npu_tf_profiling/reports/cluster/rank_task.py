@@ -69,7 +69,6 @@ class RankPart:
 @dataclass(frozen=True)
 class TaskOptions:
     check_layouts: bool = False  # whether its msprof-analyze folder is missing or stale (``RankPart.layout_stale``)
-    write_all_layouts: bool = False  # then write every such folder, however many (``rank_layouts``; the cross-rank step)
     fragments: Optional[str] = None  # write each rank's timeline fragment into this folder (``timeline_files``)
     with_tasks: bool = True  # task_trace tasks in the timeline
     view_columns: bool = False  # the rows also carry GETNEXT_TIME, REFRESH and HAS_PREVIOUS
@@ -120,7 +119,10 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
     if options.check_layouts:
         from npu_tf_profiling.reports.msprof.writer import is_stale
 
-        part.layout_stale = is_stale(Path(prof_dir), part.rank, device.device_dir, device.info)
+        try:
+            part.layout_stale = is_stale(Path(prof_dir), part.rank, device.device_dir, device.info)
+        except OSError:  # never fails the analysis: writing the folder then says what is wrong (``rank_layouts``)
+            part.layout_stale = True
     return part
 
 
