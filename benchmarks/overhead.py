@@ -85,7 +85,8 @@ from bench_models import BUILDERS  # noqa: E402
 from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
 from npu_tf_profiling.runtime.functions.reader import FunctionModel  # noqa: E402
 from npu_tf_profiling.config.session_proto import write_request  # noqa: E402
-from npu_tf_profiling.runtime.recorder import DRAIN_INTERVAL_S, Recorder  # noqa: E402
+from npu_tf_profiling.runtime.ring_reader import DRAIN_INTERVAL_S  # noqa: E402
+from npu_tf_profiling.runtime.session.recorder import Recorder  # noqa: E402
 
 # Steps a steady-state visit runs, per model: a few ms or more, so that a visit is not dominated by
 # the cold caches of a session switch, and well under the machine's drift time (~100 ms).

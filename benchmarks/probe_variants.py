@@ -13,7 +13,7 @@ against the plain mean. The variants patch the package for the functions traced 
   allout     none of GetNext, FP Start, BP End: the iteration end and the ring only
   stamponly  no ring tables and no reader: the row is stacked and dropped
   noreader   the ring as it is, never drained
-  nocapture  task_capture does not watch the step's calls
+  nocapture  profiler_capture does not watch the step's calls
   gnroot     GetNext no longer waits on its start stamp (a root op)
   gnctrl     GetNext's end stamp waits on GetNext by a control edge, not through an Assert on the batch
              (what the package does in a tf.function since 2026-12-04: the same as current there now)
@@ -51,7 +51,7 @@ import tensorflow as tf  # noqa: E402
 
 import npu_tf_profiling  # noqa: E402
 from npu_tf_profiling.runtime import probes, ring  # noqa: E402
-from npu_tf_profiling.runtime.functions import task_capture, transform  # noqa: E402
+from npu_tf_profiling.runtime.functions import profiler_capture, transform  # noqa: E402
 from npu_tf_profiling.runtime.ring import RingOps  # noqa: E402
 from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
 
@@ -59,7 +59,7 @@ VARIANT = {"name": "plain", "parts": frozenset()}  # the variant the functions t
 LEFT_OUT = {"nogetnext": {"get_next": ()}, "nofp": {"fp": None}, "nobp": {"bp": None, "bp_inputs": ()},
             "allout": {"get_next": (), "fp": None, "bp": None, "bp_inputs": ()}}
 _last_of_stamp, _build_probes, _build_ring = probes._Builder.last_of_stamp, probes.build_probes, probes.build_ring
-_read_in_the_background, _watch = transform.read_in_the_background, task_capture.CAPTURE.watch
+_read_in_the_background, _watch = transform.read_in_the_background, profiler_capture.CAPTURE.watch
 _probe, _start_stamp = transform.StepTransform._probe, probes._Builder.start_stamp
 _gate, _first_successor_stamp = probes._Builder.gate, probes._Builder.first_successor_stamp
 FED_INPUT_TYPES = probes.FED_INPUT_TYPES
@@ -152,7 +152,7 @@ def _patch() -> None:
     probes.build_ring = _build_ring_variant
     transform.build_probes = _build_probes_variant
     transform.read_in_the_background = lambda model: None if VARIANT["parts"] & {"noreader", "stamponly"} else _read_in_the_background(model)
-    task_capture.CAPTURE.watch = lambda function, model: None if "nocapture" in VARIANT["parts"] else _watch(function, model)
+    profiler_capture.CAPTURE.watch = lambda function, model: None if "nocapture" in VARIANT["parts"] else _watch(function, model)
 
 
 def main() -> None:

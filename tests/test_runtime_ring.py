@@ -10,7 +10,7 @@ import threading
 
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.runtime.recorder import _RingReads
+from npu_tf_profiling.runtime.session.recorder import _RingReads
 from tests.models import dense, profiling_config, session_mlp
 from tests.trace_files import only_prof_dir, raw_records
 

@@ -32,7 +32,6 @@ import socket
 import sys
 import threading
 import time
-from types import ModuleType
 from typing import Any, Callable
 
 from npu_tf_profiling.bridge.ranks import (
@@ -44,9 +43,9 @@ from npu_tf_profiling.bridge.ranks import (
     rank_setup,
 )
 from npu_tf_profiling.exit_codes import EXIT_RANK_LOST
-from npu_tf_profiling.runtime.tf_hook import when_session_module_loads
+from npu_tf_profiling.runtime import tf_private
+from npu_tf_profiling.runtime.session.base_session import SessionInit, wrap_session_init
 
-_MARK = "__npu_tf_profiling_ranks__"
 PROBE_TIMEOUT_S = 2.0
 WATCHDOG_GRACE_S = 10.0
 """A run may outlive HCCL_EXEC_TIMEOUT by this much (the collective's own timeout fires first) before the watchdog acts."""
@@ -83,7 +82,7 @@ def configure_session_for_ranks(config_proto: Any = None) -> Any:
 
 def install() -> None:
     """Redirect default-target sessions of multi-rank processes (idempotent; TensorFlow is not imported here)."""
-    when_session_module_loads(_patch_session_module)
+    wrap_session_init("rank_job", _join_rank_job)
 
 
 def unreachable_peers(setup: RankSetup) -> list[Peer]:
@@ -95,35 +94,26 @@ def describe(peers: list[Peer]) -> str:
     return ", ".join(f"rank {p.rank} ({p.address})" for p in peers)
 
 
-# ----------------------------------------------------------------------------- the Session patch
-def _patch_session_module(module: ModuleType) -> None:
-    base = module.BaseSession
-    original_init = base.__init__
-    if getattr(original_init, _MARK, False):
+# ----------------------------------------------------------------------------- the session init wrapper
+def _join_rank_job(init: SessionInit, session: Any, target: str, graph: Any, config: Any) -> None:
+    """A default-target session of a multi-rank process is made on this rank's server (module docstring)."""
+    if target or not multi_rank_requested():
+        init(session, target, graph, config)
         return
+    from tensorflow.core.protobuf import config_pb2
 
-    @functools.wraps(original_init)
-    def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
-        if target or not multi_rank_requested():
-            original_init(self, target, graph, config)
-            return
-        from tensorflow.core.protobuf import config_pb2
-
-        try:
-            setup = rank_setup()  # a contradictory rank environment fails here, before any step
-            session_config = config_pb2.ConfigProto()
-            if config is not None:
-                session_config.CopyFrom(config)  # the caller's config is not changed
-            configure_session_for_ranks(session_config)
-            server_target = _JOB.join(setup, session_config)
-        except Exception:
-            self._session = None  # no TensorFlow session was made: BaseSession.__del__ has nothing to close
-            raise
-        original_init(self, server_target, graph, session_config)
-        _watch_runs(self, setup)
-
-    setattr(__init__, _MARK, True)
-    base.__init__ = __init__
+    try:
+        setup = rank_setup()  # a contradictory rank environment fails here, before any step
+        session_config = config_pb2.ConfigProto()
+        if config is not None:
+            session_config.CopyFrom(config)  # the caller's config is not changed
+        configure_session_for_ranks(session_config)
+        server_target = _JOB.join(setup, session_config)
+    except Exception:
+        tf_private.no_session_made(session)
+        raise
+    init(session, server_target, graph, session_config)
+    _watch_runs(session, setup)
 
 
 class _Job:

@@ -11,6 +11,7 @@ from typing import Union
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points.own_ops import is_own_op
+from npu_tf_profiling.runtime import tf_private
 
 # Data inputs fed from Python (feed_dict) have no in-graph read to time.
 FED_INPUT_TYPES = ("Placeholder", "PlaceholderWithDefault")
@@ -40,7 +41,7 @@ def producers(op: tf.Operation) -> list[tf.Operation]:
 
 def consumers(op: tf.Operation) -> list[tf.Operation]:
     unique: dict[str, tf.Operation] = {}
-    for consumer in [c for t in op.outputs for c in t.consumers()] + list(op._control_outputs):
+    for consumer in [c for t in op.outputs for c in t.consumers()] + tf_private.control_outputs(op):
         if not is_own_op(consumer.name):
             unique.setdefault(consumer.name, consumer)
     return list(unique.values())

@@ -44,6 +44,7 @@ from npu_tf_profiling.runtime.op_neighbours import (
     FED_INPUT_TYPES, Wait, consumers, consumers_past_forwarding, finished, is_variable_read, outside_control_flow, producers, task_of,
 )
 from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
+from npu_tf_profiling.runtime import tf_private
 
 # Compute ops Grappler fuses with what follows; a control input on one would block that.
 FUSED_COMPUTE_TYPES = ("MatMul", "BatchMatMul", "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2dNative")
@@ -83,18 +84,9 @@ def process_clock() -> tuple[Clock, str | None]:
     Checked before any probe is wired: with op determinism on, a Timestamp kernel
     fails the whole step (FailedPreconditionError), which would stop the job.
     """
-    if _op_determinism_enabled():
+    if tf_private.op_determinism_enabled():
         return host_clock, DETERMINISM_NOTE
     return timestamp_clock, None
-
-
-def _op_determinism_enabled() -> bool:
-    try:
-        from tensorflow.python.framework import config as tf_config
-
-        return bool(tf_config.is_op_determinism_enabled())
-    except (ImportError, AttributeError):  # older TensorFlow: no op determinism to respect
-        return False
 
 
 @dataclass(frozen=True)
@@ -186,7 +178,7 @@ class _Builder:
         """Make each op wait on `stamp` (see the module docstring for why)."""
         for op in ops:
             if self.may_wire(op):
-                op._add_control_input(stamp.op)
+                tf_private.add_control_input(op, stamp.op)
             else:
                 self.not_rewired.append(op.name)
 
@@ -347,7 +339,7 @@ def build_probes(
     on_path = frozenset(index.ancestors([points.iteration_end]))
     finalized = graph.finalized
     if finalized:
-        graph._unsafe_unfinalize()  # Estimator/MonitoredSession finalise before the session exists.
+        tf_private.unfinalize(graph)  # Estimator/MonitoredSession finalise before the session exists.
     try:
         with graph.as_default(), tf.name_scope(PROBE_SCOPE), tf.device("/cpu:0"):
             data_inputs = frozenset(n for n in points.get_next if n in on_path)
@@ -426,7 +418,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         count_lock,
     )
     if gated:
-        train_op._add_control_input(ring.write)
+        tf_private.add_control_input(train_op, ring.write)
     else:
         builder.not_rewired.append(train_op.name)
     return GraphProbes(

@@ -3,7 +3,7 @@
 The transform goes into TensorFlow's private ``FUNC_GRAPH_TRANSFORMS`` list
 (``tensorflow.python.eager.polymorphic_function.transform``) when TensorFlow
 loads. That module, its list, and the two places that call it are the same in
-every version checked (`CHECKED_VERSIONS`); on another version, or where the
+every version checked (`tf_private.CHECKED_VERSIONS`); on another version, or where the
 list is gone, nothing is installed, and a profiling request gets one warning
 saying why its TensorFlow 2 steps are not traced (the Session path still works).
 
@@ -16,6 +16,7 @@ else ``PROFILING_MODE=true`` / ``PROFILING_OPTIONS``, else
 """
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from typing import Any, Mapping
@@ -24,9 +25,7 @@ from npu_tf_profiling.config import ENV_MODE, Resolution
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import SOURCE_TF2, resolve_profiling, resolve_request
 from npu_tf_profiling.config.session_proto import SessionProfilingRequest
-
-TRANSFORM_MODULE = "tensorflow.python.eager.polymorphic_function.transform"
-CHECKED_VERSIONS = ((2, 15), (2, 16), (2, 17), (2, 18), (2, 19), (2, 20), (2, 21))
+from npu_tf_profiling.runtime.tf_private import CHECKED_VERSIONS, TRANSFORM_MODULE, VERSIONS_MODULE
 
 _lock = threading.Lock()
 _installed: Any = None  # the StepTransform in TensorFlow's list, once installed
@@ -50,8 +49,6 @@ def install_function_transform() -> str | None:
         if _installed is not None or _not_installed is not None:
             return _not_installed
     try:
-        import importlib
-
         transforms = importlib.import_module(TRANSFORM_MODULE).FUNC_GRAPH_TRANSFORMS
         missing = None
     except (ImportError, AttributeError) as exc:
@@ -95,9 +92,7 @@ def _tensorflow_version() -> tuple[int, ...] | None:
     has its ``__version__`` (the check was never applied there, which is the usual path).
     """
     try:
-        from tensorflow.python.framework import versions
-
-        text = str(versions.__version__)
+        text = str(importlib.import_module(VERSIONS_MODULE).__version__)
     except (ImportError, AttributeError):
         return None
     parts = []

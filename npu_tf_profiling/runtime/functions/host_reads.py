@@ -18,7 +18,7 @@ alone, and that kind of iterator or call gives no host reads):
 `OwnedIterator._next_internal` (``next()`` and ``get_next()`` of
 ``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
 dataset; its replicas' reads nest inside its span) and `Function.__call__`
-(which also tells `task_capture` when a step's call starts and ends, and `call_ends` when it returned).
+(which also tells `profiler_capture` when a step's call starts and ends, and `call_ends` when it returned).
 Only eager reads count: the same methods run while a function is traced, and
 that is a graph's read, timed in the graph.
 """
@@ -34,13 +34,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from npu_tf_profiling.runtime.tf_private import EAGER_CONTEXT_MODULE, FUNCTION_CALL_METHOD, HOST_READ_METHODS
+
 MAX_PENDING_READS = 4096  # reads no call has taken yet (a long eager loop over data without a step)
 MAX_BATCHES = 8192  # two rings' worth: a watched step's batches wait here for their rows' next drain (0.5 s)
-_READ_METHODS = (
-    ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator", "_next_internal"),
-    ("tensorflow.python.distribute.input_lib", "DistributedIterator", "get_next"),
-)
-_CALL_METHOD = ("tensorflow.python.eager.polymorphic_function.polymorphic_function", "Function", "__call__")
 
 
 HOST_READ_REASON = ("the graph reads no batch: GetNext is the eager iterator reads (next(), get_next()) made "
@@ -112,12 +109,11 @@ def install_host_reads() -> bool:
     with _lock:
         if not _installed:
             _installed = True
-            from tensorflow.python.eager import context
-
-            for module, owner, method in _READ_METHODS:
+            context = importlib.import_module(EAGER_CONTEXT_MODULE)
+            for module, owner, method in HOST_READ_METHODS:
                 _wrap(module, owner, method, lambda original: _timed_read(original, context.executing_eagerly))
-            _wrap(*_CALL_METHOD, lambda original: _claiming_call(original, context.executing_eagerly))
-        return getattr(_owner(*_CALL_METHOD[:2]), _CALL_METHOD[2], None) is not None and _is_ours(*_CALL_METHOD)
+            _wrap(*FUNCTION_CALL_METHOD, lambda original: _claiming_call(original, context.executing_eagerly))
+        return getattr(_owner(*FUNCTION_CALL_METHOD[:2]), FUNCTION_CALL_METHOD[2], None) is not None and _is_ours(*FUNCTION_CALL_METHOD)
 
 
 def _owner(module: str, name: str) -> Any:
@@ -158,7 +154,7 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
 def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
     from npu_tf_profiling.runtime import other_runs
     from npu_tf_profiling.runtime.functions.call_ends import call_ended
-    from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
+    from npu_tf_profiling.runtime.functions.profiler_capture import CAPTURE
 
     steps = CAPTURE._steps  # id(function) -> the probed steps (their calls are the iterations)
 
@@ -167,7 +163,7 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> C
             return original(self, *args, **kwargs)
         if _reads or _watched:
             _claim(self)
-        token = CAPTURE.before(self)  # task_trace's window (task_capture)
+        token = CAPTURE.before(self)  # task_trace's window (profiler_capture)
         try:
             if id(self) in steps:
                 result = original(self, *args, **kwargs)

@@ -4,7 +4,7 @@ A function takes no feeds, so its rows are not read by a run of the graph, as a
 Session's are: the ring's tables are resource objects found by their shared
 names (``ring.rows_table_name``), and an eager `LookupTableFindV2` on a handle
 of the same name reads what the function wrote. The process's ring reader
-(`recorder.read_in_the_background`) does it each DRAIN_INTERVAL_S, off the
+(`ring_reader.read_in_the_background`) does it each DRAIN_INTERVAL_S, off the
 training thread, and once more at exit; a row is written whole by one insert, so
 a read sees a row or its absence, never half of one.
 
@@ -33,7 +33,7 @@ from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import HostBatches
 from npu_tf_profiling.runtime.profiling_run import ModelEntry
 from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_table_name
-from npu_tf_profiling.runtime.user_points import FALLBACK_KEY
+from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY
 
 
 WAIT_S = 2.0  # how long a counted row not yet written, or a fed row without its caller's, is waited for
@@ -280,7 +280,7 @@ class FunctionModel:
                 entry["get_next_from"] = self.host_batches.reason
             if self.fallbacks:
                 entry[FALLBACK_KEY] = self.fallbacks
-            # task_trace: the kernels' types are the profiler's own labels (task_capture), fused kernels as they ran;
+            # task_trace: the kernels' types are the profiler's own labels (profiler_capture), fused kernels as they ran;
             # an empty graph_ops file says so to the reports.
             op_types: dict[str, str] | None = {} if collection.task_trace else None
             model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry, op_types)

@@ -16,9 +16,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-_TRACE_FRAME = "_create_concrete_function"
-_BODY_FRAME = "create_new_tf_function"
-_XLA_ATTRIBUTE = "_XlaMustCompile"
+from npu_tf_profiling.runtime.tf_private import BODY_FRAME, TRACE_FRAME, XLA_ATTRIBUTE
+
+_TRACE_FRAME = TRACE_FRAME[1]
+_BODY_FRAME = BODY_FRAME[1]
 _CALL_FRAME = "__call__"  # Function.__call__, the call that traces
 _HOOK_FRAME = "claiming_call"  # the package's call hook around it (host_reads)
 _LOOP_BODY_NAME = "while_body"
@@ -71,7 +72,7 @@ def tracing_context(graph_name: str) -> TracingContext:
         elif code.co_name == _TRACE_FRAME:
             options = frame.f_locals.get("tracing_options")
             attributes = dict(getattr(options, "attributes", None) or {})
-            jit = jit or bool(attributes.get(_XLA_ATTRIBUTE, False))
+            jit = jit or bool(attributes.get(XLA_ATTRIBUTE, False))
             if function is None:
                 function = getattr(options, "python_function", None)
         frame = frame.f_back

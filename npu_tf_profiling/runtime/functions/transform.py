@@ -50,12 +50,13 @@ from npu_tf_profiling.runtime.functions import callers
 from npu_tf_profiling.runtime.functions.call_ends import watch_calls
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import watch
+from npu_tf_profiling.runtime.functions.profiler_capture import CAPTURE
 from npu_tf_profiling.runtime.functions.reader import FunctionModel
-from npu_tf_profiling.runtime.functions.task_capture import CAPTURE
 from npu_tf_profiling.runtime.functions.tracing import BRANCH, FUNCTION, WHILE_BODY, TracingContext, traced_in_loop_body, tracing_context
+from npu_tf_profiling.runtime import tf_private
+from npu_tf_profiling.runtime.chosen_points import choose_points, fallback_note
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
-from npu_tf_profiling.runtime.recorder import read_in_the_background
-from npu_tf_profiling.runtime.user_points import choose_points, fallback_note
+from npu_tf_profiling.runtime.ring_reader import read_in_the_background
 
 JIT_NOTE = (
     "{name} is compiled with XLA (jit_compile=True): no stamp op has an XLA kernel, so nothing is stamped inside it. "
@@ -221,6 +222,5 @@ def _updates_variables(kinds: frozenset[str]) -> bool:
 def _restore_control_inputs(saved: dict[tf.Operation, list[tf.Operation]]) -> None:
     for op, inputs in saved.items():
         if list(op.control_inputs) != inputs:
-            op._remove_all_control_inputs()
-            op._add_control_inputs(inputs)
+            tf_private.replace_control_inputs(op, inputs)
 

@@ -40,12 +40,13 @@ import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
 from npu_tf_profiling.runtime import other_runs
+from npu_tf_profiling.runtime import tf_private
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
-from npu_tf_profiling.runtime.recorder import Recorder
-from npu_tf_profiling.runtime.user_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
+from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
+from npu_tf_profiling.runtime.session.recorder import Recorder, StepsSeen
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
 MAX_DISCOVERY_ATTEMPTS = 8
@@ -64,7 +65,7 @@ class _GraphState:
     chosen: ChosenPoints
     op_types: dict[str, str] | None = None
     runs_taken: int = 0  # the highest run number a session of this graph handed out
-    steps: "StepsSeen" = field(default_factory=lambda: StepsSeen())
+    steps: StepsSeen = field(default_factory=StepsSeen)
 
     def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool, source: CollectionSource) -> ModelEntry:
         """This graph's model in `run`, registered on first use; `source` (the recording session's)
@@ -95,14 +96,6 @@ class _GraphState:
             key = f"{self.fingerprint}/{next(_GRAPH_SERIALS)}"
         _LATEST_OF_SHAPE[shape] = (key, self.steps)
         return key
-
-
-@dataclass
-class StepsSeen:
-    """The first and the latest global step of a graph's recorded iterations (None: none seen yet)."""
-
-    first: int | None = None
-    last: int | None = None
 
 
 def _carries_on(earlier: StepsSeen, later: StepsSeen) -> bool:
@@ -195,12 +188,12 @@ class SessionProfiler:
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
         self._untraced_training_runs = 0  # runs of backprop that did not run the iteration end (never silent)
         self._original_make_callable = session.make_callable
-        self._original_make_callable_from_options = session._make_callable_from_options
+        self._original_make_callable_from_options = tf_private.make_callable_from_options(session)
         session.run = self.run
         session.close = self.close
         # `make_callable` and Keras in graph mode run steps through callables, not `run`.
         session.make_callable = self.make_callable
-        session._make_callable_from_options = self._make_callable_from_options
+        tf_private.replace_make_callable_from_options(session, self._make_callable_from_options)
 
     def _advance(self, event: SessionEvent) -> None:
         self.state = next_state(self.state, event)

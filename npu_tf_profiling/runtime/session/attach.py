@@ -1,46 +1,38 @@
 """The Session patch: every `tf.compat.v1.Session` resolves its profiling request when created.
 
 Upstream, importing `npu_bridge.npu_init` wraps `Session.__init__`; we do the
-same on `BaseSession.__init__` (so Session, InteractiveSession and the sessions
-MonitoredSession/Estimator create are all covered). A bad request raises here,
+same through the package's one `BaseSession.__init__` patch (`base_session`), so
+Session, InteractiveSession and the sessions MonitoredSession/Estimator create are
+all covered. A bad request raises here,
 before any step runs; a session that asks for nothing is left exactly as it was.
 """
 from __future__ import annotations
 
-import functools
-from types import ModuleType
 from typing import Any
 
 from npu_tf_profiling.config import resolve_profiling
 from npu_tf_profiling.config.notices import warn_user
+from npu_tf_profiling.runtime.session.base_session import SessionInit, wrap_session_init
 
-_MARK = "__npu_tf_profiling_patched__"
+def install_session_attach() -> None:
+    """Every session made from now on resolves its profiling request (TensorFlow is not imported here)."""
+    wrap_session_init("profiling", _attach_once_made)
 
 
-def patch_session_module(module: ModuleType) -> None:
-    base = module.BaseSession
-    original_init = base.__init__
-    if getattr(original_init, _MARK, False):
-        return
+def _attach_once_made(init: SessionInit, session: Any, target: str, graph: Any, config: Any) -> None:
+    init(session, target, graph, config)
+    try:
+        resolution = resolve_profiling(config)
+        dynamic = None
+        if resolution is None:
+            from npu_tf_profiling.runtime.dynamic import dynamic_config_path
 
-    @functools.wraps(original_init)
-    def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
-        original_init(self, target, graph, config)
-        try:
-            resolution = resolve_profiling(config)
-            dynamic = None
-            if resolution is None:
-                from npu_tf_profiling.runtime.dynamic import dynamic_config_path
-
-                dynamic = dynamic_config_path()
-        except Exception:
-            self.close()  # bad profiling input: no half-made session is left behind
-            raise
-        if resolution is not None or dynamic is not None:
-            attach(self, resolution, dynamic)
-
-    setattr(__init__, _MARK, True)
-    base.__init__ = __init__
+            dynamic = dynamic_config_path()
+    except Exception:
+        session.close()  # bad profiling input: no half-made session is left behind
+        raise
+    if resolution is not None or dynamic is not None:
+        attach(session, resolution, dynamic)
 
 
 def attach(session: Any, resolution: Any, dynamic_config: Any) -> None:
@@ -48,7 +40,7 @@ def attach(session: Any, resolution: Any, dynamic_config: Any) -> None:
     try:
         from npu_tf_profiling.runtime.collection import Collection, StaticSource
         from npu_tf_profiling.runtime.dynamic import controller_for
-        from npu_tf_profiling.runtime.session_profiler import SessionProfiler
+        from npu_tf_profiling.runtime.session.profiler import SessionProfiler
 
         if resolution is not None:
             collection = Collection.start(resolution)

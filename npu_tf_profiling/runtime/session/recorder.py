@@ -4,7 +4,7 @@ Every run of the train op writes its row into the in-graph ring (`ring`), so an
 ordinary iteration costs Python one counter increment and one comparison before
 the user's `run` goes to TensorFlow unchanged.
 
-A reader thread (one per process) drains every session's ring each
+A reader thread (one per process, `ring_reader`) drains every session's ring each
 DRAIN_INTERVAL_S: one extra `run` that reads the rows written since the last
 drain (two where the rows are keyed by the global step: its value first), decoded
 with NumPy and appended to the raw file as one binary frame. It never races the
@@ -26,10 +26,9 @@ continuously; two sessions training one graph at the same time share numbers.
 """
 from __future__ import annotations
 
-import atexit
 import threading
 import time
-import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -39,11 +38,10 @@ from npu_tf_profiling.config.schedule import ScheduleAction
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, encode_frame
 from npu_tf_profiling.runtime.collection import Collection
 from npu_tf_profiling.runtime.probes import GraphProbes
-from npu_tf_profiling.runtime.profiling_run import before_exit_reports
 from npu_tf_profiling.runtime.ring import RING_ROWS, RingOps
-from npu_tf_profiling.runtime.task_capture import RawRunMetadata, full_trace_options
+from npu_tf_profiling.runtime.ring_reader import read_in_the_background, stop_reading
+from npu_tf_profiling.runtime.session.step_stats_capture import RawRunMetadata, full_trace_options
 
-DRAIN_INTERVAL_S = 0.5
 DRAIN_EVERY_RUNS = RING_ROWS // 2
 
 
@@ -53,9 +51,12 @@ class Source(Protocol):
     def after_iteration(self, iteration_id: int) -> None: ...
 
 
-class StepsSeen(Protocol):
-    first: int | None
-    last: int | None
+@dataclass
+class StepsSeen:
+    """The first and the latest global step of a graph's recorded iterations (None: none seen yet)."""
+
+    first: int | None = None
+    last: int | None = None
 
 
 class GraphRecording(Protocol):
@@ -99,8 +100,7 @@ class Recorder:
         self.closed = False
         self._draining = threading.Lock()
         self._unrecorded: set[int] = set()  # seqs of fed iterations (`run_unrecorded`)
-        _LIVE.add(self)
-        _Reader.ensure_started()
+        read_in_the_background(self)
         if probes is not None:
             # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
             # drain now, before this session's first iteration, not in the middle of training.
@@ -376,14 +376,14 @@ class Recorder:
     def abandon(self) -> None:
         """Stop recording at once, reading nothing more (profiling was turned off for this session)."""
         self.closed = True
-        _LIVE.discard(self)
+        stop_reading(self)
 
     def close(self) -> None:
         """Drain what is left (the session is about to close); later runs are no longer recorded."""
         if not self.closed:
             self._guarded(lambda: self.drain(wait=True))
             self.closed = True
-            _LIVE.discard(self)
+            stop_reading(self)
 
 
 class _RingReads:
@@ -402,70 +402,3 @@ class _RingReads:
         """(the progress, the rows at `slots`), read in one run."""
         progress, rows = self._rows(slots)
         return int(progress), rows
-
-
-_LIVE: "weakref.WeakSet[Recorder]" = weakref.WeakSet()
-
-
-class _Reader(threading.Thread):
-    """The process's ring reader: drains every live session each DRAIN_INTERVAL_S (see the module docstring)."""
-
-    _started: "_Reader | None" = None
-    _stop_registered = False
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        super().__init__(name="npu_tf_profiling ring reader", daemon=True)
-        self._stop_event = threading.Event()
-
-    @classmethod
-    def ensure_started(cls) -> None:
-        with cls._lock:
-            if cls._started is None or not cls._started.is_alive():
-                if not cls._stop_registered:  # also when no PROF folder (whose exit handler stops it) exists
-                    atexit.register(cls.stop)
-                    cls._stop_registered = True
-                cls._started = cls()
-                cls._started.start()
-
-    @classmethod
-    def stop(cls) -> None:
-        """At exit: no reader turn may be under way while the interpreter shuts down."""
-        with cls._lock:
-            reader, cls._started = cls._started, None
-        if reader is not None:
-            reader._stop_event.set()
-            reader.join(timeout=5.0)
-
-    def run(self) -> None:
-        while not self._stop_event.wait(DRAIN_INTERVAL_S):
-            try:
-                recorders = list(_LIVE)
-            except RuntimeError:  # the set changed while copied: next turn
-                continue
-            for recorder in recorders:
-                recorder.read_in_background()
-
-
-def _drain_all() -> None:
-    """At exit: stop the reader, then save the last rows of the sessions still open, before the reports are written."""
-    _Reader.stop()
-    for recorder in list(_LIVE):
-        recorder.close()
-
-
-before_exit_reports(_drain_all)
-
-
-class BackgroundRead(Protocol):
-    """What the ring reader drains besides sessions' recorders (a tf.function's ring, `functions.reader`)."""
-
-    def read_in_background(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def read_in_the_background(reader: BackgroundRead) -> None:
-    """Drain `reader` each DRAIN_INTERVAL_S on the process's ring reader, and close it (its last rows) at exit."""
-    _LIVE.add(reader)  # type: ignore[arg-type]
-    _Reader.ensure_started()

@@ -1,0 +1,131 @@
+"""Every private TensorFlow symbol the package relies on, in one place, with the versions it was checked against.
+
+Profiling a graph means wiring control edges into it after it is built and
+reading TensorFlow's own frames while it traces: TensorFlow has no public API for
+either. Scattered through the code, such uses break silently on an upgrade and
+nobody can say which ones a new version must be checked for. So each one is
+registered here (`PRIVATE_SYMBOLS`: where it lives, what it is for, who uses it),
+the call sites go through the helpers below, and `tests/test_tf_private.py`
+resolves every entry on the installed TensorFlow (`make test` on 2.15,
+`make check-latest` on the newest) and fails on a private use outside this module.
+
+Not listed: the generated protocol buffer modules (`tensorflow.core.*_pb2`, a
+stable wire format), and the upstream module paths the bridge serves to users'
+scripts (`bridge` TF 1.15 paths and contrib areas: names it provides, not uses).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+CHECKED_VERSIONS = ((2, 15), (2, 16), (2, 17), (2, 18), (2, 19), (2, 20), (2, 21))
+"""The TensorFlow versions these symbols were checked for. The tests resolve every entry on 2.15.1 (`make test`)
+and on the newest, 2.21 (`make check-latest`); on another version the TensorFlow 2 hook is not installed
+(`functions.attach`: one warning, the Session path still works)."""
+
+
+@dataclass(frozen=True)
+class PrivateSymbol:
+    """`module` and `attribute` (a dotted path inside it; empty for the module itself) name a private piece of TensorFlow."""
+
+    module: str
+    attribute: str
+    why: str
+    used_in: str
+
+
+SESSION_MODULE = "tensorflow.python.client.session"
+TRANSFORM_MODULE = "tensorflow.python.eager.polymorphic_function.transform"
+VERSIONS_MODULE = "tensorflow.python.framework.versions"
+EAGER_CONTEXT_MODULE = "tensorflow.python.eager.context"
+FRAMEWORK_CONFIG_MODULE = "tensorflow.python.framework.config"
+HOST_READ_METHODS = (
+    ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator", "_next_internal"),
+    ("tensorflow.python.distribute.input_lib", "DistributedIterator", "get_next"),
+)
+FUNCTION_CALL_METHOD = ("tensorflow.python.eager.polymorphic_function.polymorphic_function", "Function", "__call__")
+TRACE_FRAME = ("tensorflow.python.eager.polymorphic_function.tracing_compilation", "_create_concrete_function")
+BODY_FRAME = ("tensorflow.python.ops.control_flow_util_v2", "create_new_tf_function")
+XLA_ATTRIBUTE = "_XlaMustCompile"
+
+_OPERATION = "tensorflow.python.framework.ops"
+PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
+    PrivateSymbol(SESSION_MODULE, "BaseSession.__init__", "the one Session patch: profiling and the rank job attach "
+                  "when any session is made", "runtime/session/base_session.py"),
+    PrivateSymbol(SESSION_MODULE, "BaseSession._make_callable_from_options", "the ring's reads as session callables; "
+                  "a profiled session's own callables", "runtime/session/profiler.py"),
+    PrivateSymbol(SESSION_MODULE, "BaseSession.__del__", "reads `_session`: a session whose init failed before "
+                  "TensorFlow made one sets it to None", "bridge rank session"),
+    PrivateSymbol(TRANSFORM_MODULE, "FUNC_GRAPH_TRANSFORMS", "probes go into every traced tf.function graph",
+                  "runtime/functions/attach.py"),
+    PrivateSymbol(VERSIONS_MODULE, "__version__", "the version while `import tensorflow` still runs",
+                  "runtime/functions/attach.py"),
+    PrivateSymbol(EAGER_CONTEXT_MODULE, "executing_eagerly", "the host read hooks act on eager calls only",
+                  "runtime/functions/host_reads.py"),
+    PrivateSymbol(FRAMEWORK_CONFIG_MODULE, "is_op_determinism_enabled", "no stamp kernels that op determinism "
+                  "rejects", "runtime/probes.py"),
+    *(PrivateSymbol(module, f"{owner}.{method}", "GetNext of batches read eagerly outside the step",
+                    "runtime/functions/host_reads.py") for module, owner, method in HOST_READ_METHODS),
+    PrivateSymbol(FUNCTION_CALL_METHOD[0], f"{FUNCTION_CALL_METHOD[1]}.{FUNCTION_CALL_METHOD[2]}", "each call of a "
+                  "training step: its reads and its end", "runtime/functions/host_reads.py"),
+    PrivateSymbol(TRACE_FRAME[0], TRACE_FRAME[1], "its frame holds the traced Python function and its attributes",
+                  "runtime/functions/tracing.py"),
+    PrivateSymbol(BODY_FRAME[0], BODY_FRAME[1], "its caller tells a while body from a cond branch",
+                  "runtime/functions/tracing.py"),
+    PrivateSymbol(_OPERATION, "Operation._add_control_input", "a stamp waits on (or gates) an op of a built graph",
+                  "runtime/probes.py, bridge iteration loop"),
+    PrivateSymbol(_OPERATION, "Operation._add_control_inputs", "a traced step's control edges rewired",
+                  "runtime/functions/transform.py"),
+    PrivateSymbol(_OPERATION, "Operation._remove_all_control_inputs", "a traced step's control edges rewired",
+                  "runtime/functions/transform.py"),
+    PrivateSymbol(_OPERATION, "Operation._control_outputs", "the ops a probe must not overtake",
+                  "runtime/op_neighbours.py"),
+    PrivateSymbol(_OPERATION, "Graph._unsafe_unfinalize", "probes go into graphs Estimator and MonitoredSession "
+                  "finalise before the session exists", "runtime/probes.py"),
+)
+
+
+def add_control_input(op: Any, dependency: Any) -> None:
+    """`op` runs after `dependency` (an op), in a graph already built."""
+    op._add_control_input(dependency)
+
+
+def replace_control_inputs(op: Any, dependencies: Iterable[Any]) -> None:
+    """`op`'s control inputs become exactly `dependencies`."""
+    op._remove_all_control_inputs()
+    op._add_control_inputs(list(dependencies))
+
+
+def control_outputs(op: Any) -> list[Any]:
+    """The ops that wait on `op` by a control edge."""
+    return list(op._control_outputs)
+
+
+def unfinalize(graph: Any) -> None:
+    """Let probes into a graph that Estimator/MonitoredSession finalised before the session exists."""
+    graph._unsafe_unfinalize()
+
+
+def make_callable_from_options(session: Any) -> Any:
+    """The session's own bound `_make_callable_from_options` (the callables `Session.make_callable` builds on)."""
+    return session._make_callable_from_options
+
+
+def no_session_made(session: Any) -> None:
+    """`session`'s init fails before TensorFlow made its session: `BaseSession.__del__` must find nothing to close."""
+    session._session = None
+
+
+def replace_make_callable_from_options(session: Any, replacement: Any) -> None:
+    """`session`'s callables are made by `replacement` from now on (Keras in graph mode runs its steps so)."""
+    session._make_callable_from_options = replacement
+
+
+def op_determinism_enabled() -> bool:
+    """Whether `tf.config.experimental.enable_op_determinism()` is on (False on a TensorFlow without it)."""
+    import importlib
+
+    try:
+        return bool(importlib.import_module(FRAMEWORK_CONFIG_MODULE).is_op_determinism_enabled())
+    except (ImportError, AttributeError):
+        return False
