@@ -8,7 +8,7 @@ them.
 from types import ModuleType
 
 from npu_tf_profiling.runtime.profiling_run import ReportBuilder, set_report_builder
-from npu_tf_profiling.runtime.session.attach import install_session_attach
+from npu_tf_profiling.runtime.session.attach_on_creation import install_session_attach
 from npu_tf_profiling.runtime.session.base_session import when_session_module_loads
 
 

@@ -43,7 +43,7 @@ from npu_tf_profiling.raw_format.training_frame import MAX_GET_NEXT_PAIRS, Recor
 from npu_tf_profiling.runtime.op_neighbours import (
     FED_INPUT_TYPES, Wait, consumers, consumers_past_forwarding, finished, is_variable_read, outside_control_flow, producers, task_of,
 )
-from npu_tf_profiling.runtime.ring import GlobalStep, RingOps, build_ring
+from npu_tf_profiling.runtime.ring import StepKey, RingOps, build_ring
 from npu_tf_profiling.runtime import tf_private
 
 # Compute ops Grappler fuses with what follows; a control input on one would block that.
@@ -413,7 +413,7 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         before_end,
         lambda after: builder.stamp(after, "iteration_end"),
         stamps,
-        GlobalStep(points.global_step, train_op, gated, step_shared) if has_step else None,
+        StepKey(points.global_step, train_op, gated, step_shared) if has_step else None,
         tables,
         count_lock,
     )

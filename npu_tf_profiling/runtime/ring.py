@@ -31,7 +31,7 @@ one of two numbers:
 Where other sessions may write the same global step (a session on a server's
 target, ``grpc://...``, where workers share variables: a parameter server's
 global step), a run's key cannot be told from the step it read, so the counter
-keys the rows there (``GlobalStep.shared``).
+keys the rows there (``StepKey.shared``).
 
 The tables and the counter are `MutableHashTable` resources, not variables: a
 table is created on first use and needs no initializer, so a graph exported from
@@ -112,7 +112,7 @@ def counter_table_name(tables: str) -> str:
 
 
 @dataclass(frozen=True)
-class GlobalStep:
+class StepKey:
     """The graph's global step and the train op, whose relation decides the row's key."""
 
     name: str
@@ -142,7 +142,7 @@ def build_ring(
     before_end: list[tf.Operation],
     end_stamp: Callable[[list[tf.Operation]], tf.Tensor],
     stamps: list[tf.Tensor],
-    global_step: GlobalStep | None,
+    global_step: StepKey | None,
     tables: str | None = None,
     count_lock: bool = False,
 ) -> RingOps:
@@ -241,7 +241,7 @@ def _read_step(graph: tf.Graph, global_step: str) -> tf.Tensor:
     return value if value.dtype == tf.int64 else tf.cast(value, tf.int64)
 
 
-def _is_unit_increment(graph: tf.Graph, global_step: GlobalStep | None) -> bool:
+def _is_unit_increment(graph: tf.Graph, global_step: StepKey | None) -> bool:
     """Whether the row can be keyed by the step: the train op is the global step's increment by
     the constant one, the row is written before it, and no other session writes the step."""
     if global_step is None or not global_step.gated or global_step.shared:
@@ -255,7 +255,7 @@ def _is_unit_increment(graph: tf.Graph, global_step: GlobalStep | None) -> bool:
     return increment.op.type == "Const" and tf.get_static_value(increment) == 1
 
 
-def _step_after(graph: tf.Graph, global_step: GlobalStep, chain: _Chain) -> tf.Tensor:
+def _step_after(graph: tf.Graph, global_step: StepKey, chain: _Chain) -> tf.Tensor:
     """The global step after this iteration's update, as float64, read as the chain's next ops.
 
     `gated`: the read runs before the train op (the ring write is one of its inputs), so

@@ -3,7 +3,7 @@
 Two parts of the package must act when a `tf.compat.v1.Session` is made: a
 multi-rank process redirects a default-target session to its rank server
 (`bridge` ranks, before TensorFlow makes the session), and profiling attaches to
-the session made (`session.attach`). Each patching `BaseSession.__init__` on its
+the session made (`session.attach_on_creation`). Each patching `BaseSession.__init__` on its
 own made their order depend on which was installed first, and left two wrappers
 to find when debugging. So there is one patch, and the wrappers it runs are
 registered here by name, in the fixed order `WRAPPER_ORDER` (outermost first).
@@ -34,7 +34,7 @@ SessionInitWrapper = Callable[[SessionInit, Any, str, Any, Any], None]
 
 WRAPPER_ORDER = (
     "rank_job",  # a multi-rank process: a default-target session is made on this rank's server (bridge ranks)
-    "profiling",  # the session's profiling request, resolved and attached once the session exists (session.attach)
+    "profiling",  # the session's profiling request, resolved and attached once the session exists (session.attach_on_creation)
 )
 _MARK = "__npu_tf_profiling_session_init__"
 _WRAPPERS: dict[str, SessionInitWrapper] = {}
