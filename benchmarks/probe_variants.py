@@ -20,16 +20,16 @@ against the plain mean. The variants patch the package for the functions traced 
   gnfewer    only a fusable consumer of the batch waits on GetNext's end stamp (through its reads)
   gnarg      a start stamp waits on the function's arguments among its op's inputs (GetNext's: the iterator)
              instead of being a root op: GetNext then started 135-165 µs later after the call, and in one
-             run the loop MLP step cost +5.6% against current's +0.3% (benchmarks/RESULTS.md,
-             "GetNext's start stamp stays a root op")
+             run the loop MLP step cost +5.6% against current's +0.3%
+             (benchmarks/history/2026-12-04-tf2-getnext-root-op-mlps.md)
   earlytables  the ring's two table handle ops wait on GetNext's start stamp, off the step's tail, where they
              run while GetNext works (outside loops: there the counter's lock keeps them on the tail); no
-             gain on the tiny step in 3 runs (benchmarks/RESULTS.md, "The ring's table handles off the tail")
+             gain on the tiny step in 3 runs (benchmarks/history/2026-12-04-ring-handles-off-tail.md)
   untouched  the step is analysed as for probes and left as it was: no probes, no reader, no watch
   A+B        both variants at once (e.g. allout+stamponly: the iteration end's stamp and nothing else)
   late...    (any name starting so) NOT profiled: a plain function built in a variant's place, the
              control for where a function is built (those built after a profiled one measured
-             slower too, benchmarks/RESULTS.md)
+             slower too, benchmarks/history/2026-12-03-tf2-mlp-probe-groups-trace-cost.md)
 
 It has no noise floor or interval of its own: use it to choose what overhead.py should measure.
 

@@ -3,7 +3,7 @@
 The issue's target is p95 within 20 µs. TensorFlow's trace is read at two host tracer
 levels (tests/scripts/tf2_accuracy.py says why): FP Start against level 2, BP End and
 Iteration End against level 3, which holds every kernel. Measured on 2 cores
-(benchmarks/RESULTS.md, "BP End: the update waits on the BP stamp again, outside loops"),
+(benchmarks/history/2026-12-03-tf2-bp-end-outside-loops.md),
 9 runs on 2.15: FP Start median 2.3-10 µs, p95 3.3-5.5 µs in 7 runs and 15.8-50.1 in two (it
 is the batch's end stamp, early by the first layer's weight reads and the executor's dispatch,
 `probes.start_stamp`; the misses come from a few calls of 100 late by 50 µs or more, not

@@ -3,13 +3,13 @@
 Keras passes every gradient of a step through one IdentityN on its way to the
 updates. Grappler removes such forwarding ops, unless one has a control input:
 when the BP stamp gated that IdentityN, every update waited for the last gradient,
-and Keras fit's MLP step took +15% (benchmarks/RESULTS.md). The BP stamp must gate
+and Keras fit's MLP step took +15% (benchmarks/history/2026-12-03-tf2-bp-identityn.md). The BP stamp must gate
 the last gradient's own update ops instead. GetNext's stamps: a no-op Assert on the
 batch (what a Session's graph gets, so that a run feeding the batch prunes GetNext) cost
 the loop MLP 3-4% a step, so a function's stamp waits on GetNext by a control edge. GetNext's
 start stamp waits on nothing (a root op): made to wait on the iterator's argument instead, it
 started GetNext 135-165 µs later after the call (two ad hoc runs), and in one run of 12 functions
-a variant the loop MLP step cost +5.6% against +0.3% (benchmarks/RESULTS.md).
+a variant the loop MLP step cost +5.6% against +0.3% (benchmarks/history/2026-12-04-tf2-getnext-root-op-mlps.md).
 Each case is a fresh process tracing a custom step (the install tests' own) and Keras
 fit's step under `start_tf2_profiling`, printing the wiring.
 """

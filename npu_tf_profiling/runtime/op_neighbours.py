@@ -52,7 +52,7 @@ def consumers_past_forwarding(op: tf.Operation) -> list[tf.Operation]:
 
     Grappler removes them, unless one has a control input: Keras passes all of a step's gradients
     through one IdentityN, and one on it made every update wait for the last gradient (Keras fit's
-    MLP: +12% a step, benchmarks/RESULTS.md). So only the uses of `op`'s own values wait.
+    MLP: +12% a step, benchmarks/history/2026-12-03-tf2-bp-identityn.md). So only the uses of `op`'s own values wait.
     """
     found: dict[str, tf.Operation] = {}
     tensors = list(op.outputs)

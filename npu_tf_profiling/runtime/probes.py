@@ -133,8 +133,8 @@ class _Builder:
         profiling; a control edge would make GetNext read a batch anyway. Elsewhere a
         control edge: the extra node costs accuracy (measured: FP Start p95 6 -> 22 µs).
         A `tf.function` takes no feeds, so there GetNext is waited on by a control edge too: the
-        Assert cost a 5,100-op MLP step 3-4% (about 150 µs; benchmarks/RESULTS.md, "The loop MLP
-        with 25 profiled functions against 50 plain").
+        Assert cost a 5,100-op MLP step 3-4% (about 150 µs;
+        benchmarks/history/2026-12-04-tf2-loop-mlp-25-vs-50-getnext-assert.md).
         A function call's output (a layer whose `call` is a `tf.function`, its backward call) is
         read by the Assert too: TensorFlow inlines the call and gives its name to a NoOp that waits
         only on the body's side effects, so a control edge on the call fires when its inputs are

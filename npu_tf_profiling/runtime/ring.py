@@ -21,7 +21,7 @@ one of two numbers:
   two calls could read one count and write one row over the other, so there the three are done under a mutex (``MutexV2``,
   made on first use like the tables). Only there: the lock is an asynchronous
   kernel: built into every probed function, the tiny benchmark model cost
-  +80 µs a step, against +20-30 µs without it (benchmarks/RESULTS.md), and its first run in a loop is slow
+  +80 µs a step, against +20-30 µs without it (benchmarks/history/2026-12-02-tf2-first-overhead-runs.md), and its first run in a loop is slow
   enough to let the loop's next calls count first (Keras 2's
   ``steps_per_execution`` body, locked, numbered its first call's steps 3, 1, 2). (Taking the count once the step has its
   batch instead was tried: overlapping calls are then numbered in batch order,

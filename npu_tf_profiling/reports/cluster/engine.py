@@ -7,7 +7,7 @@ The pattern of NVIDIA Nsight Systems' recipes: the per-rank work is a list of
   process, one task at a time (no server to start). A rank's work is Python
   and numpy on arrays of a few thousand values, which hold the GIL: on the
   2-core machine a thread pool ran the 1,024-rank tasks in 9.0-11.7 s against
-  6.6-7.3 s on one thread (``benchmarks/cluster_schedulers.py``; RESULTS, "Scale: cluster").
+  6.6-7.3 s on one thread (``benchmarks/cluster_schedulers.py``; RESULTS, "Per-rank task and local schedulers").
 * ``threads``: Dask's local threaded scheduler, in this process: worth it
   when reading the rank folders waits on the storage (a network file system),
   since file reads release the GIL.
