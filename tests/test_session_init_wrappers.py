@@ -7,30 +7,37 @@ does.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
-import tensorflow as tf
-
 from npu_tf_profiling.runtime.session import base_session
+
+RANK_SESSION = "npu_tf_profiling.bridge.rank_session"
 
 
 def test_one_patch_wraps_tensorflows_own_init_with_the_wrappers_in_their_order() -> None:
-    from npu_tf_profiling.bridge.ranks import rank_session  # installs the rank job's wrapper, as hccl_ops does
-
-    rank_session.install()
-    patched = tf.compat.v1.Session.__mro__[1].__init__
-    assert getattr(patched, "__npu_tf_profiling_session_init__", False)
-    original = patched.__wrapped__
-    assert original.__module__ == base_session.SESSION_MODULE and not hasattr(original, "__wrapped__")
-    assert base_session.session_init_wrappers() == ("rank_job", "profiling")
+    """A fresh process: the package (profiling) and the rank job (as `hccl_ops` installs it) both wrap, once."""
+    code = textwrap.dedent(f"""
+        import npu_tf_profiling
+        from {RANK_SESSION} import install
+        install()
+        import tensorflow as tf
+        from npu_tf_profiling.runtime.session import base_session
+        patched = tf.compat.v1.Session.__mro__[1].__init__
+        original = patched.__wrapped__
+        print(getattr(patched, "__npu_tf_profiling_session_init__", False), original.__module__,
+              hasattr(original, "__wrapped__"), base_session.session_init_wrappers())
+    """)
+    assert _run(code) == f"True {base_session.SESSION_MODULE} False ('rank_job', 'profiling')"
 
 
 def test_wrappers_run_in_registry_order_and_can_change_the_arguments() -> None:
     """A fresh process: `profiling` is registered first, `rank_job` second; `rank_job` still runs outermost."""
     code = textwrap.dedent("""
         from npu_tf_profiling.runtime.session import base_session
+        base_session._WRAPPERS.clear()  # the package's own profiling wrapper, registered at import: replaced by a stub
         calls = []
         def profiling(init, session, target, graph, config):
             calls.append(("profiling", target))
@@ -48,8 +55,12 @@ def test_wrappers_run_in_registry_order_and_can_change_the_arguments() -> None:
             pass
         print(calls, seen)
     """)
-    env_free = {"PYTHONPATH": "."}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                          env={**__import__("os").environ, **env_free, "PROFILING_MODE": ""})
+    assert _run(code) == "[('rank_job', 'local-target-replaced'), ('profiling', '')] ['first', 'second']"
+
+
+def _run(code: str) -> str:
+    """`code`'s last printed line, run in a fresh process without a profiling request."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROFILING_", "RANK_"))}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "[('rank_job', 'local-target-replaced'), ('profiling', '')] ['first', 'second']"
+    return done.stdout.strip().splitlines()[-1]
