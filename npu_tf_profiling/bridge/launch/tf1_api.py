@@ -11,8 +11,8 @@ outside the standard library and site-packages) get the 1.x namespace for
 `import tensorflow` / `from tensorflow import X`; libraries keep the real
 module, so Keras, the Estimator and this package see the TensorFlow they were
 written for. Modules and names TensorFlow 1.15 had and TensorFlow 2 dropped or moved
-(`bridge/tf1_modules.py`, `tensorflow_core.*` included) are served to that code too, and so is
-`tf.contrib` where a maintained replacement exists (`bridge/contrib/`); any other
+(`bridge/launch/tf1_modules.py`, `tensorflow_core.*` included) are served to that code too, and so is
+`tf.contrib` where a maintained replacement exists (`bridge/launch/contrib/`); any other
 `tf.contrib` name fails with a message naming it and what replaces it.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import sysconfig
 from types import ModuleType
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.contrib.paths import resolve, serve_contrib
-from npu_tf_profiling.bridge.tf1_modules import install_tf1_module, tf1_name, wanted_tf1_modules, with_tf1_names
+from npu_tf_profiling.bridge.launch.contrib.paths import resolve, serve_contrib
+from npu_tf_profiling.bridge.launch.tf1_modules import install_tf1_module, tf1_name, wanted_tf1_modules, with_tf1_names
 
 class TF1Module(ModuleType):
     """The `tensorflow` seen by user code: the v1 API first, then the real module (tf.compat, tf.python...)."""

@@ -35,7 +35,7 @@ import time
 from types import ModuleType
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.ranks import (
+from npu_tf_profiling.bridge.ranks.discovery import (
     Peer,
     RankSetup,
     connect_timeout_s,
