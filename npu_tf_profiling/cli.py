@@ -33,7 +33,7 @@ SUBCOMMANDS: dict[str, str] = {
     "view": "npu_tf_profiling.reports.commands.view",
     "diff": "npu_tf_profiling.reports.commands.diff",
     "tensorboard": "npu_tf_profiling.reports.commands.tensorboard",
-    "run": "npu_tf_profiling.bridge.launcher",
+    "run": "npu_tf_profiling.bridge.launch.launcher",
 }
 
 SUBCOMMAND_HELP: dict[str, str] = {

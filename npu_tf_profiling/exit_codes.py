@@ -4,7 +4,7 @@ They sit at the bottom of the import graph so a sub-command in any room can use
 them without importing the CLI (which loads sub-commands, not the reverse).
 """
 EXIT_OK = 0
-EXIT_RANK_LOST = 1  # a training process whose peer rank is gone (bridge.rank_session's watchdog ends it)
+EXIT_RANK_LOST = 1  # a training process whose peer rank is gone (bridge.ranks.session_join's watchdog ends it)
 EXIT_BAD_INPUT = 2  # missing/corrupt file, bad arguments, a name not in the graph
 EXIT_NOT_FOUND = 3  # the input was readable but held nothing to report (no fp/bp, no iterations)
 EXIT_REGRESSION = 4  # `diff`: the candidate's Iteration Time rose past the threshold (a CI job fails on it)

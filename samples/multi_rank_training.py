@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from npu_tf_profiling.bridge.distributed import (  # noqa: E402
+from npu_tf_profiling.bridge.ranks.data_parallel import (  # noqa: E402
     NPUDistributedOptimizer,
     broadcast_global_variables,
     get_rank_id,

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npu_tf_profiling.bridge.contrib.areas import AREAS
-from npu_tf_profiling.bridge.contrib.paths import ContribRemovedError, resolve, serve_contrib
-from npu_tf_profiling.bridge.contrib.training import HParams
-from npu_tf_profiling.bridge.tf1_modules import tf1_name, with_tf1_names
+from npu_tf_profiling.bridge.launch.contrib.areas import AREAS
+from npu_tf_profiling.bridge.launch.contrib.paths import ContribRemovedError, resolve, serve_contrib
+from npu_tf_profiling.bridge.launch.contrib.training import HParams
+from npu_tf_profiling.bridge.launch.tf1_modules import tf1_name, with_tf1_names
 
 tf1 = tf.compat.v1
 contrib = resolve("tensorflow.contrib")
@@ -205,7 +205,7 @@ def test_feeding_queue_runner_fills_a_queue_from_python_in_a_real_session() -> N
 
 
 def test_feeding_queue_runner_without_tensorflow_estimator_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from npu_tf_profiling.bridge.contrib import feeding_queue_runner
+    from npu_tf_profiling.bridge.launch.contrib import feeding_queue_runner
 
     monkeypatch.setitem(sys.modules, "tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner", None)
     with pytest.raises(ModuleNotFoundError, match=r"FeedingQueueRunner is served from tensorflow-estimator.*pip install"):
@@ -218,7 +218,7 @@ def test_feeding_queue_runner_without_tensorflow_estimator_says_what_to_install(
 
 def test_image_rotate_translate_and_transform_as_contrib_image() -> None:
     image = contrib.image
-    assert resolve("tensorflow.contrib.image.python.ops.image_ops") is sys.modules["npu_tf_profiling.bridge.contrib.image"]
+    assert resolve("tensorflow.contrib.image.python.ops.image_ops") is sys.modules["npu_tf_profiling.bridge.launch.contrib.image"]
     picture = np.arange(9, dtype=np.float32).reshape(3, 3)
     graph = tf.Graph()
     with graph.as_default():
@@ -233,7 +233,7 @@ def test_image_rotate_translate_and_transform_as_contrib_image() -> None:
 
 
 def test_small_areas_map_to_their_tensorflow_2_or_npu_bridge_homes() -> None:
-    from npu_tf_profiling.bridge.loss_scale import NPULossScaleOptimizer
+    from npu_tf_profiling.bridge.npu_bridge.loss_scale import NPULossScaleOptimizer
 
     assert contrib.util.constant_value(tf.constant([1, 2])).tolist() == [1, 2]
     assert contrib.learn.ModeKeys.INFER == tf.estimator.ModeKeys.PREDICT and contrib.learn.ModeKeys.TRAIN == "train"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.bridge.dynamic_rnn import DynamicGRUV2, DynamicRNN
+from npu_tf_profiling.bridge.npu_bridge.dynamic_rnn import DynamicGRUV2, DynamicRNN
 
 T, B, IN, H = 6, 3, 5, 4
 LENGTHS = np.array([6, 2, 4], np.int32)

@@ -16,7 +16,7 @@ import pytest
 
 from npu_tf_profiling import install_npu_bridge_alias
 from npu_tf_profiling.bridge.alias import COMPAT_ROOT
-from npu_tf_profiling.bridge.launch_context import LAUNCH_DEFAULTS
+from npu_tf_profiling.bridge.launch.context import LAUNCH_DEFAULTS
 
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
 

@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.graph_points import GraphIndex
 from npu_tf_profiling.config.session_proto import write_request
-from npu_tf_profiling.bridge.loss_scale import (
+from npu_tf_profiling.bridge.npu_bridge.loss_scale import (
     DISTRIBUTED_MODULE,
     ExponentialUpdateLossScaleManager,
     FixedLossScaleManager,
@@ -206,7 +206,7 @@ def test_get_loss_scale_and_early_argument_errors() -> None:
 
 
 def test_distributed_overflow_decision_goes_through_the_ranks_extension_point(monkeypatch) -> None:
-    """With is_distributed=True the flag passes through bridge.distributed.overflow_across_ranks: another rank's overflow skips this rank's step."""
+    """With is_distributed=True the flag passes through bridge.ranks.data_parallel.overflow_across_ranks: another rank's overflow skips this rank's step."""
     calls = []
     box = {}
 
@@ -239,7 +239,7 @@ def test_tf1_behaviour_script_ref_variables_v1_control_flow_and_keras_compile() 
         import numpy as np
         import tensorflow.compat.v1 as tf
         tf.disable_v2_behavior()
-        from npu_tf_profiling.bridge.loss_scale import ExponentialUpdateLossScaleManager, NPULossScaleOptimizer
+        from npu_tf_profiling.bridge.npu_bridge.loss_scale import ExponentialUpdateLossScaleManager, NPULossScaleOptimizer
         x = tf.placeholder(tf.float32, [2])
         w = tf.Variable([1.0, 2.0])
         step = tf.train.get_or_create_global_step()

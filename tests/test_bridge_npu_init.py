@@ -11,18 +11,18 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
 
-from npu_tf_profiling.bridge.distributed import NPUBroadcastGlobalVariablesHook
-from npu_tf_profiling.bridge.hooks import NpuEmptyHook, npu_hooks_append
-from npu_tf_profiling.bridge.loss_scale import FixedLossScaleManager
-from npu_tf_profiling.bridge.optimizers import KerasDistributeOptimizer, NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
-from npu_tf_profiling.bridge.session_config import (
+from npu_tf_profiling.bridge.ranks.data_parallel import NPUBroadcastGlobalVariablesHook
+from npu_tf_profiling.bridge.npu_bridge.hooks import NpuEmptyHook, npu_hooks_append
+from npu_tf_profiling.bridge.npu_bridge.loss_scale import FixedLossScaleManager
+from npu_tf_profiling.bridge.npu_bridge.optimizers import KerasDistributeOptimizer, NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
+from npu_tf_profiling.bridge.npu_bridge.session_config import (
     npu_config_proto,
     npu_graph_options,
     npu_optimizer_options,
     npu_session_config_init,
     set_keras_session_npu_config,
 )
-from npu_tf_profiling.bridge.system import close_session, init_resource, npu_resource_init, shutdown_resource
+from npu_tf_profiling.bridge.npu_bridge.system import close_session, init_resource, npu_resource_init, shutdown_resource
 from npu_tf_profiling.config import ProfilingConfig
 from npu_tf_profiling.config.session_proto import read_request
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.bridge import npu_ops
+from npu_tf_profiling.bridge.npu_bridge import npu_ops
 
 N = 200_000
 

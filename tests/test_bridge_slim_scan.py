@@ -17,8 +17,8 @@ import pytest
 
 tf_slim = pytest.importorskip("tf_slim")
 
-from npu_tf_profiling.bridge.contrib.slim_fit import fit_tf_slim  # noqa: E402
-from npu_tf_profiling.bridge.tf1_modules import TF1_NAMES  # noqa: E402
+from npu_tf_profiling.bridge.launch.contrib.slim_fit import fit_tf_slim  # noqa: E402
+from npu_tf_profiling.bridge.launch.tf1_modules import TF1_NAMES  # noqa: E402
 
 
 def _bindings(tree: ast.Module) -> dict[str, str]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from npu_tf_profiling.bridge.import_hints import import_hint
-from npu_tf_profiling.bridge.launch_context import LAUNCH_DEFAULTS, fill_launch_defaults
+from npu_tf_profiling.bridge.launch.import_hints import import_hint
+from npu_tf_profiling.bridge.launch.context import LAUNCH_DEFAULTS, fill_launch_defaults
 
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
 

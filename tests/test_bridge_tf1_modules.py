@@ -22,8 +22,8 @@ import pytest
 
 import tensorflow as tf
 
-from npu_tf_profiling.bridge import mnist_input_data
-from npu_tf_profiling.bridge.tf1_modules import TF1_ONLY_MODULES
+from npu_tf_profiling.bridge.launch import mnist_input_data
+from npu_tf_profiling.bridge.launch.tf1_modules import TF1_ONLY_MODULES
 
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
 TRAIN_COUNT, TEST_COUNT = 30, 7

@@ -6,13 +6,13 @@ import pytest
 import tensorflow as tf
 
 from npu_tf_profiling.bridge.compat.npu_bridge import tf_adapter
-from npu_tf_profiling.bridge.estimator import NPURunConfig
-from npu_tf_profiling.bridge.graph_util import set_graph_exec_config, variable_initializer_in_host
-from npu_tf_profiling.bridge.iteration_loop import IterationPerLoop, set_iteration_per_loop
-from npu_tf_profiling.bridge.npu_configs import DumpConfig, GraphMemoryOptimizeConfig
-from npu_tf_profiling.bridge.scopes import NpuExecutePlacement, keep_dtype_scope, npu_variable_scope, without_npu_compile_scope
-from npu_tf_profiling.bridge.strategy import NPUStrategy
-from npu_tf_profiling.bridge.session_config import npu_config_proto
+from npu_tf_profiling.bridge.npu_bridge.estimator import NPURunConfig
+from npu_tf_profiling.bridge.npu_bridge.graph_util import set_graph_exec_config, variable_initializer_in_host
+from npu_tf_profiling.bridge.npu_bridge.iteration_loop import IterationPerLoop, set_iteration_per_loop
+from npu_tf_profiling.bridge.npu_bridge.npu_configs import DumpConfig, GraphMemoryOptimizeConfig
+from npu_tf_profiling.bridge.npu_bridge.scopes import NpuExecutePlacement, keep_dtype_scope, npu_variable_scope, without_npu_compile_scope
+from npu_tf_profiling.bridge.npu_bridge.strategy import NPUStrategy
+from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
 from npu_tf_profiling.config import ProfilingConfig
 from tests.models import session_mlp
 from tests.trace_files import step_trace_rows

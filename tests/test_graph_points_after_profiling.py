@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.bridge.estimator import NPURunConfig
+from npu_tf_profiling.bridge.npu_bridge.estimator import NPURunConfig
 from npu_tf_profiling.config import ProfilingConfig
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.graph_points import find_trace_points, load_graph

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from npu_tf_profiling.config import EstimatorUnavailableError, resolve_profiling
-from npu_tf_profiling.bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig, npu_config_proto, npu_run_config_init
+from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig, npu_config_proto, npu_run_config_init
 from npu_tf_profiling.config.session_proto import write_request
 
 HAS_ESTIMATOR = importlib.util.find_spec("tensorflow_estimator") is not None

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from npu_tf_profiling.bridge import device_kernels as gen_npu_ops
+from npu_tf_profiling.bridge.npu_device import gen_ops as gen_npu_ops
 from npu_tf_profiling.bridge.compat.npu_device import ops as npu_ops
-from npu_tf_profiling.bridge.device_distribute import all_reduce, shard_and_rebatch_dataset
-from npu_tf_profiling.bridge.device_options import NpuConfig, NpuOptionError
+from npu_tf_profiling.bridge.npu_device.distribute import all_reduce, shard_and_rebatch_dataset
+from npu_tf_profiling.bridge.npu_device.options import NpuConfig, NpuOptionError
 from npu_tf_profiling.bridge.notes import NpuOnlyOpError
 
 

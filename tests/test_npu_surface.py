@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from npu_tf_profiling.config import ProfilingConfig, ProfilingDeprecationWarning, ProfilingOptionsError
-from npu_tf_profiling.bridge.estimator import NPUEstimator, NPURunConfig, npu_run_config_init
-from npu_tf_profiling.bridge.hooks import npu_hooks_append
-from npu_tf_profiling.bridge.session_config import npu_config_proto
+from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPURunConfig, npu_run_config_init
+from npu_tf_profiling.bridge.npu_bridge.hooks import npu_hooks_append
+from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
 from npu_tf_profiling.config.session_proto import read_request
 
 

@@ -16,8 +16,9 @@ import pytest
 import tensorflow as tf
 
 from npu_tf_profiling.exit_codes import EXIT_RANK_LOST
-from npu_tf_profiling.bridge import hccl_ops, rank_session
-from npu_tf_profiling.bridge.distributed import (
+from npu_tf_profiling.bridge.ranks import graph_collectives as hccl_ops
+from npu_tf_profiling.bridge.ranks import session_join
+from npu_tf_profiling.bridge.ranks.data_parallel import (
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,
     allreduce,
@@ -31,7 +32,7 @@ from npu_tf_profiling.bridge.distributed import (
     npu_distributed_optimizer_wrapper,
     overflow_across_ranks,
 )
-from npu_tf_profiling.bridge.ranks import (
+from npu_tf_profiling.bridge.ranks.discovery import (
     Peer,
     RankSetup,
     RankSetupError,
@@ -183,16 +184,16 @@ def test_rank_helpers_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
 # ----------------------------------------------------------------------------- the session config
 def test_configure_session_for_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
     config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=2)
-    assert rank_session.configure_session_for_ranks(config) == tf.compat.v1.ConfigProto(inter_op_parallelism_threads=2)
+    assert session_join.configure_session_for_ranks(config) == tf.compat.v1.ConfigProto(inter_op_parallelism_threads=2)
     monkeypatch.setenv("RANK_SIZE", "3")
     monkeypatch.setenv("TF_CONFIG", tf_config({"chief": ["c:1"], "worker": ["w:1", "w:2"]}, "worker", 1))
-    configured = rank_session.configure_session_for_ranks(config)
+    configured = session_join.configure_session_for_ranks(config)
     assert configured is config and config.inter_op_parallelism_threads == 2
     assert config.experimental.collective_group_leader == "/job:chief/replica:0/task:0"
     assert list(config.device_filters) == ["/job:worker/task:1"] and config.isolate_session_state
     again = tf.compat.v1.ConfigProto()
     again.CopyFrom(config)
-    assert rank_session.configure_session_for_ranks(again) == config  # idempotent
+    assert session_join.configure_session_for_ranks(again) == config  # idempotent
 
 
 def test_a_session_of_a_multi_rank_job_without_peers_fails_before_any_step(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,9 +228,9 @@ def test_run_config_sees_one_process_while_the_ranks_come_from_tf_config(monkeyp
 
 def test_npu_run_config_and_estimator_work_in_a_multi_rank_job(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """No extra code in an Estimator script: NPURunConfig accepts the ranks' TF_CONFIG, train() broadcasts once."""
-    from npu_tf_profiling.bridge.distributed import NPUBroadcastGlobalVariablesHook
-    from npu_tf_profiling.bridge.estimator import NPUEstimator, NPURunConfig
-    from npu_tf_profiling.bridge.hooks import npu_hooks_append
+    from npu_tf_profiling.bridge.ranks.data_parallel import NPUBroadcastGlobalVariablesHook
+    from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPURunConfig
+    from npu_tf_profiling.bridge.npu_bridge.hooks import npu_hooks_append
 
     monkeypatch.setenv("TF_CONFIG", tf_config({"worker": ["a:1", "b:1"]}, "worker", 1))
     monkeypatch.setenv("RANK_SIZE", "2")
@@ -402,11 +403,11 @@ def peers_alive_and_dead():
 
 def test_rank_failures_name_the_rank_that_is_gone(peers_alive_and_dead) -> None:
     alive, dead = peers_alive_and_dead
-    lost = rank_session._rank_failure(tf.errors.UnavailableError(None, None, "Socket closed\nmore"), dead)
-    assert isinstance(lost, rank_session.RankFailureError)
+    lost = session_join._rank_failure(tf.errors.UnavailableError(None, None, "Socket closed\nmore"), dead)
+    assert isinstance(lost, session_join.RankFailureError)
     assert str(lost).startswith(f"rank 1 ({dead.peers[1].address}) is gone") and "TensorFlow said: Socket closed" in str(lost)
-    assert rank_session._rank_failure(tf.errors.UnavailableError(None, None, "x"), alive) is None
-    stuck = rank_session._rank_failure(tf.errors.DeadlineExceededError(None, None, "timed out"), alive)
+    assert session_join._rank_failure(tf.errors.UnavailableError(None, None, "x"), alive) is None
+    stuck = session_join._rank_failure(tf.errors.DeadlineExceededError(None, None, "timed out"), alive)
     assert "longer than HCCL_EXEC_TIMEOUT=1836 s while every rank's server still answers" in str(stuck)
 
 
@@ -415,7 +416,7 @@ def test_watchdog_ends_a_run_stuck_past_the_timeout_when_a_rank_is_gone(peers_al
     monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "0.2")
     exits: list[int] = []
     for setup, expected in ((alive, []), (dead, [EXIT_RANK_LOST])):
-        watchdog = rank_session._Watchdog(exit_process=exits.append, grace_s=0.0)
+        watchdog = session_join._Watchdog(exit_process=exits.append, grace_s=0.0)
         token = watchdog.run_started()
         watchdog.start(setup)
         deadline = time.monotonic() + 30  # left as soon as the watchdog exits; long only on a loaded machine

@@ -6,7 +6,7 @@ import json
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config import ProfilingConfig
-from npu_tf_profiling.bridge.estimator import NPUEstimator, NPURunConfig
+from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPURunConfig
 from tests.models import input_fn, mlp_model_fn
 from tests.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, step_trace_rows
 

@@ -24,8 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from npu_tf_profiling.bridge import hccl_ops  # noqa: E402
-from npu_tf_profiling.bridge.distributed import (  # noqa: E402
+from npu_tf_profiling.bridge.ranks import graph_collectives as hccl_ops  # noqa: E402
+from npu_tf_profiling.bridge.ranks.data_parallel import (  # noqa: E402
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,
     broadcast_global_variables,
@@ -60,7 +60,7 @@ def build_model(features: tf.Tensor, labels: tf.Tensor, rank: int, args: argpars
     optimizer = NPUDistributedOptimizer(tf.train.GradientDescentOptimizer(LEARNING_RATE))
     training_loss = loss
     if args.loss_scale:
-        from npu_tf_profiling.bridge.loss_scale import ExponentialUpdateLossScaleManager, NPULossScaleOptimizer
+        from npu_tf_profiling.bridge.npu_bridge.loss_scale import ExponentialUpdateLossScaleManager, NPULossScaleOptimizer
 
         manager = ExponentialUpdateLossScaleManager(init_loss_scale=2.0 ** 10, incr_every_n_steps=1000,
                                                     decr_every_n_nan_or_inf=1, decr_ratio=0.5)
@@ -149,7 +149,7 @@ def run_monitored(args: argparse.Namespace, rank: int, size: int, result: dict) 
 
 
 def run_estimator(args: argparse.Namespace, rank: int, size: int, result: dict) -> None:
-    from npu_tf_profiling.bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig
+    from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig
     from npu_tf_profiling.config import ProfilingConfig
 
     class Record(tf.train.SessionRunHook):

@@ -16,18 +16,18 @@ from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
 from tensorflow.python.client import session
 from tensorflow.python.training import session_run_hook
 
-from npu_tf_profiling.bridge.distributed import (
+from npu_tf_profiling.bridge.ranks.data_parallel import (
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,
     npu_distributed_optimizer_wrapper,
 )
-from npu_tf_profiling.bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig, npu_run_config_init
-from npu_tf_profiling.bridge.hccl_groups import create_group, destroy_group, set_split_strategy_by_idx, set_split_strategy_by_size
-from npu_tf_profiling.bridge.hooks import NpuEmptyHook, npu_hooks_append
-from npu_tf_profiling.bridge.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
-from npu_tf_profiling.bridge.npu_configs import DumpConfig, DynamicInputConfig, ExperimentalConfig, MemoryConfig
-from npu_tf_profiling.bridge.optimizers import KerasDistributeOptimizer, NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
-from npu_tf_profiling.bridge.ranks import (
+from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPUEstimatorSpec, NPURunConfig, npu_run_config_init
+from npu_tf_profiling.bridge.ranks.groups import create_group, destroy_group, set_split_strategy_by_idx, set_split_strategy_by_size
+from npu_tf_profiling.bridge.npu_bridge.hooks import NpuEmptyHook, npu_hooks_append
+from npu_tf_profiling.bridge.npu_bridge.loss_scale import ExponentialUpdateLossScaleManager, FixedLossScaleManager, NPULossScaleOptimizer
+from npu_tf_profiling.bridge.npu_bridge.npu_configs import DumpConfig, DynamicInputConfig, ExperimentalConfig, MemoryConfig
+from npu_tf_profiling.bridge.npu_bridge.optimizers import KerasDistributeOptimizer, NPUOptimizer, npu_keras_optimizer, npu_tf_optimizer
+from npu_tf_profiling.bridge.ranks.discovery import (
     get_local_rank_id,
     get_local_rank_size,
     get_npu_local_rank_id,
@@ -37,7 +37,7 @@ from npu_tf_profiling.bridge.ranks import (
     get_rank_id,
     get_rank_size,
 )
-from npu_tf_profiling.bridge.session_config import (
+from npu_tf_profiling.bridge.npu_bridge.session_config import (
     npu_clear_session,
     npu_config_proto,
     npu_graph_options,
@@ -45,8 +45,8 @@ from npu_tf_profiling.bridge.session_config import (
     npu_session_config_init,
     set_keras_session_npu_config,
 )
-from npu_tf_profiling.bridge.system import close_session, init_resource, shutdown_resource
-from npu_tf_profiling.bridge.tf1 import v1_namespace
+from npu_tf_profiling.bridge.npu_bridge.system import close_session, init_resource, shutdown_resource
+from npu_tf_profiling.bridge.launch.tf1_api import v1_namespace
 from npu_tf_profiling.config import ProfilingConfig
 
 from .estimator import npu_ops

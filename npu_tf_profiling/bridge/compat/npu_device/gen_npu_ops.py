@@ -1,5 +1,5 @@
 """`npu_device.gen_npu_ops`: kernels with a TensorFlow meaning (dropout masks, FastGelu, FusedLayerNorm); the rest raise."""
-from npu_tf_profiling.bridge.device_kernels import (
+from npu_tf_profiling.bridge.npu_device.gen_ops import (
     adam_apply_one_assign,
     adam_apply_one_with_decay_assign,
     basic_lstm_cell,

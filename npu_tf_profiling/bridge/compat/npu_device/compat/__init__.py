@@ -1,5 +1,5 @@
 """`npu_device.compat`: `enable_v1()` (TensorFlow 1.x graph behaviour) and `compat.v1.npu_init`."""
-from npu_tf_profiling.bridge.device_handle import enable_v1
+from npu_tf_profiling.bridge.npu_device.handle import enable_v1
 
 from . import v1
 

@@ -7,7 +7,7 @@ from npu_tf_profiling.bridge.kernels import (
     rdma_remote_init,
     rdma_remote_register,
 )
-from npu_tf_profiling.bridge.system import npu_close, npu_resource_init, npu_resource_shutdown, set_device_sat_mode
+from npu_tf_profiling.bridge.npu_bridge.system import npu_close, npu_resource_init, npu_resource_shutdown, set_device_sat_mode
 
 __all__ = [
     "npu_resource_init",

@@ -1,5 +1,5 @@
 """`npu_bridge.estimator.npu.npu_scope`: Ascend graph-compiler scopes, accepted as no-ops."""
-from npu_tf_profiling.bridge.scopes import (
+from npu_tf_profiling.bridge.npu_bridge.scopes import (
     NpuExecutePlacement,
     keep_dtype_scope,
     npu_graph_slice_scope,

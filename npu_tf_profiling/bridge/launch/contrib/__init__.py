@@ -8,5 +8,5 @@ stock ops rebuild, one module per area: `framework`, `data`, `rnn`,
 `training` (HParams), `image`, `util`, `mixed_precision`, `learn` (ModeKeys);
 `feeding_queue_runner` serves contrib.training's FeedingQueueRunner from
 tensorflow-estimator, which still ships it.
-Only user code (bridge/tf1.py's import hook) reaches any of this.
+Only user code (bridge/launch/tf1_api.py's import hook) reaches any of this.
 """

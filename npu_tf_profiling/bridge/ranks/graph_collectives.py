@@ -3,7 +3,7 @@
 Upstream these are HCCL kernels (`HcomAllReduce`, ...). Here they are
 `CollectiveReduceV2`, `CollectiveGatherV2` and `CollectiveBcastSendV2`/`RecvV2`
 over the ranks' TensorFlow servers (how sessions join the job:
-`bridge.rank_session`), so the step trace's Reduce columns and `npu-tf-prof
+`bridge.ranks.session_join`), so the step trace's Reduce columns and `npu-tf-prof
 cluster` see them like any other all-reduce. Signatures and defaults are
 upstream's; with one rank (`RANK_SIZE` unset or 1) each returns its input.
 
@@ -32,8 +32,8 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from npu_tf_profiling.bridge import rank_session
-from npu_tf_profiling.bridge.ranks import (
+from npu_tf_profiling.bridge.ranks import session_join
+from npu_tf_profiling.bridge.ranks.discovery import (
     WORLD_GROUP,
     RankSetup,
     check_group,
@@ -56,7 +56,7 @@ _WIRE_DTYPES = {
 }
 _CARRIED = frozenset({tf.float16, tf.float32, tf.float64, tf.int32, tf.int64})
 
-rank_session.install()  # every collective needs sessions that reach the other ranks
+session_join.install()  # every collective needs sessions that reach the other ranks
 
 _keys_lock = threading.Lock()
 _instance_keys = itertools.count(FIRST_INSTANCE_KEY)

@@ -28,8 +28,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from npu_tf_profiling.bridge.hccl_ops import broadcast_packed, can_carry, collective_setup, reduce_packed
-from npu_tf_profiling.bridge.ranks import (  # re-exported: upstream's npu_init hands them out with the optimizer
+from npu_tf_profiling.bridge.ranks.graph_collectives import broadcast_packed, can_carry, collective_setup, reduce_packed
+from npu_tf_profiling.bridge.ranks.discovery import (  # re-exported: upstream's npu_init hands them out with the optimizer
     get_local_rank_id,
     get_local_rank_size,
     get_npu_local_rank_id,

@@ -17,7 +17,7 @@ from typing import Any
 import tensorflow as tf
 
 from npu_tf_profiling.bridge.notes import accepted_no_op, note_once
-from npu_tf_profiling.bridge.session_config import npu_config_proto
+from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
 from npu_tf_profiling.config.resolution import ENV_MODE, ENV_OPTIONS
 
 _NO_DEVICE = "no NPU to open or close on CPU/GPU; returns an op that does nothing"

@@ -17,7 +17,7 @@ tasks listed) raise `RankSetupError` naming both sources, when a session is
 created or a collective is built, so before the first step. Everything here is
 read from the environment on each call, so a script that sets the variables
 itself before building its graph is seen as it expects. How sessions join the
-job is `rank_session`'s concern; see docs/multi_rank.md.
+job is `session_join`'s concern; see docs/multi_rank.md.
 """
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def tf_config_hidden_from_run_config() -> Iterator[None]:
     every rank but the chief wait for a chief to initialise variables it never
     shares. An Ascend rank is its own chief, as upstream: it initialises its own
     variables (the broadcast hook then copies rank 0's) and its sessions join the
-    job through `rank_session`. So RunConfig must see a one-process job; the other
+    job through `session_join`. So RunConfig must see a one-process job; the other
     TF_CONFIG keys (model_dir, ...) stay visible, and TF_CONFIG is restored after.
     """
     original = os.environ.get("TF_CONFIG")

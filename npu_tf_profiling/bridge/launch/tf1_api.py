@@ -11,8 +11,8 @@ outside the standard library and site-packages) get the 1.x namespace for
 `import tensorflow` / `from tensorflow import X`; libraries keep the real
 module, so Keras, the Estimator and this package see the TensorFlow they were
 written for. Modules and names TensorFlow 1.15 had and TensorFlow 2 dropped or moved
-(`bridge/tf1_modules.py`, `tensorflow_core.*` included) are served to that code too, and so is
-`tf.contrib` where a maintained replacement exists (`bridge/contrib/`); any other
+(`bridge/launch/tf1_modules.py`, `tensorflow_core.*` included) are served to that code too, and so is
+`tf.contrib` where a maintained replacement exists (`bridge/launch/contrib/`); any other
 `tf.contrib` name fails with a message naming it and what replaces it.
 """
 from __future__ import annotations
@@ -24,8 +24,9 @@ import sysconfig
 from types import ModuleType
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.contrib.paths import resolve, serve_contrib
-from npu_tf_profiling.bridge.tf1_modules import install_tf1_module, tf1_name, wanted_tf1_modules, with_tf1_names
+import npu_tf_profiling
+from npu_tf_profiling.bridge.launch.contrib.paths import resolve, serve_contrib
+from npu_tf_profiling.bridge.launch.tf1_modules import install_tf1_module, tf1_name, wanted_tf1_modules, with_tf1_names
 
 class TF1Module(ModuleType):
     """The `tensorflow` seen by user code: the v1 API first, then the real module (tf.compat, tf.python...)."""
@@ -58,7 +59,7 @@ def library_roots() -> tuple[str, ...]:
     """Where library code lives: the standard library, site-packages, and this package (also from a checkout)."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
-    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # npu_tf_profiling/
+    roots.add(os.path.dirname(os.path.abspath(npu_tf_profiling.__file__)))  # the package's folder, however deep this module is
     roots.update(site.getsitepackages())
     if site.ENABLE_USER_SITE:
         roots.add(site.getusersitepackages())

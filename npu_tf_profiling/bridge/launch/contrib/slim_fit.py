@@ -7,7 +7,7 @@ TensorFlow 2.13-2.14 moved each of those names to a module of its own, so
 `optimize_loss`, `slim.learning`, `slim.batch_norm(..., is_training=...)`,
 `slim.local_variable` and the streaming metrics raise AttributeError. Every
 tf-slim module global that is one of those TensorFlow modules becomes the
-overlay the script's own modules get for it (bridge/tf1_modules.py, `TF1_NAMES`:
+overlay the script's own modules get for it (bridge/launch/tf1_modules.py, `TF1_NAMES`:
 the real module plus the moved names). Which names tf-slim uses was found by
 scanning its code, and `tests/test_bridge_slim_scan.py` rescans it, so a name
 missing from the table fails there, not in a user's run.
@@ -24,7 +24,7 @@ import importlib
 import sys
 from types import ModuleType
 
-from npu_tf_profiling.bridge.tf1_modules import TF1_NAMES, with_tf1_names
+from npu_tf_profiling.bridge.launch.tf1_modules import TF1_NAMES, with_tf1_names
 
 
 def fit_tf_slim() -> None:

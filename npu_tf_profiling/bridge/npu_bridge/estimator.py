@@ -20,9 +20,9 @@ from tensorflow.core.protobuf import config_pb2
 from npu_tf_profiling.config.errors import EstimatorUnavailableError
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.profiling_config import ProfilingConfig
-from npu_tf_profiling.bridge.hooks import npu_hooks_append
-from npu_tf_profiling.bridge.ranks import tf_config_hidden_from_run_config
-from npu_tf_profiling.bridge.session_config import npu_config_proto
+from npu_tf_profiling.bridge.npu_bridge.hooks import npu_hooks_append
+from npu_tf_profiling.bridge.ranks.discovery import tf_config_hidden_from_run_config
+from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
 
 try:  # tf.estimator exists up to TensorFlow 2.15.
     from tensorflow_estimator.python.estimator import estimator as _estimator_lib
@@ -165,7 +165,7 @@ if _ESTIMATOR_ERROR is None:
                 raise TypeError(f"NPURunConfig: profiling_config must be a ProfilingConfig, got {type(profiling_config).__name__}")
             self.iterations_per_loop = iterations_per_loop
             self._profiling_config = profiling_config
-            with tf_config_hidden_from_run_config():  # an Ascend rank is its own chief (see bridge.ranks)
+            with tf_config_hidden_from_run_config():  # an Ascend rank is its own chief (see bridge.ranks.discovery)
                 super().__init__(
                     model_dir=model_dir,
                     tf_random_seed=tf_random_seed,

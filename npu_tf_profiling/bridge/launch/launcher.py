@@ -6,11 +6,11 @@ The script runs in this process exactly as `python SCRIPT ARGS` would run it:
 uncaught exception prints the script's own traceback (no launcher frames) and
 exits with 1. Before it starts, `npu_bridge`/`npu_device`/`hccl` imports are aliased
 to this package (unless a real Ascend adapter is installed), TF 2.6-era Keras
-module paths the script's own modules import are served (bridge/keras_paths.py)
+module paths the script's own modules import are served (bridge/launch/keras_paths.py)
 and, with `--tf1`, TensorFlow is switched to the 1.x API. The launch variables
 Ascend's 1-device launch scripts set (RANK_SIZE, RANK_ID, DEVICE_ID, ...) are
-filled in where unset (bridge/launch_context.py), and a `ModuleNotFoundError`
-the script does not catch is followed by a hint (bridge/import_hints.py).
+filled in where unset (bridge/launch/context.py), and a `ModuleNotFoundError`
+the script does not catch is followed by a hint (bridge/launch/import_hints.py).
 Profiling is requested the usual ways (PROFILING_MODE/PROFILING_OPTIONS,
 NpuOptimizer session config, NPURunConfig).
 """
@@ -23,9 +23,9 @@ import sys
 from types import TracebackType
 
 from npu_tf_profiling.bridge.alias import install_npu_bridge_alias
-from npu_tf_profiling.bridge.import_hints import import_hint
-from npu_tf_profiling.bridge.keras_paths import serve_keras_2_6_paths
-from npu_tf_profiling.bridge.launch_context import fill_launch_defaults, launch_note
+from npu_tf_profiling.bridge.launch.import_hints import import_hint
+from npu_tf_profiling.bridge.launch.keras_paths import serve_keras_2_6_paths
+from npu_tf_profiling.bridge.launch.context import fill_launch_defaults, launch_note
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
 
 _LAUNCHER_MODULES = frozenset((__name__, runpy.__name__))
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if filled:
         print(launch_note(filled), file=sys.stderr)
     if args.tf1:
-        from npu_tf_profiling.bridge.tf1 import enable_tf1
+        from npu_tf_profiling.bridge.launch.tf1_api import enable_tf1
 
         enable_tf1()
     install_npu_bridge_alias()

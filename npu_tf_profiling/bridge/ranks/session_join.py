@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.ranks import (
+from npu_tf_profiling.bridge.ranks.discovery import (
     Peer,
     RankSetup,
     connect_timeout_s,

@@ -8,7 +8,7 @@ rank, i.e. not at all), and `shard_and_rebatch_dataset` returns
 `(dataset, global_bs)`, as upstream does for one worker (with several ranks it
 shards the dataset and divides the batch size, as upstream: no collective is needed).
 
-With `RANK_SIZE` > 1, `npu_device.open()` has joined the ranks (`device_collectives`):
+With `RANK_SIZE` > 1, `npu_device.open()` has joined the ranks (`ranks.eager_collectives`):
 `all_reduce` and `broadcast` are TensorFlow's collective ops across the ranks'
 processes, and the wrapped optimizer all-reduces the gradients it applies.
 Argument checks (reduction names, the batch size split) are upstream's in both cases.
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from npu_tf_profiling.bridge.device_collectives import EagerRanks, joined
-from npu_tf_profiling.bridge.device_handle import global_npu_ctx
-from npu_tf_profiling.bridge.hccl_ops import REDUCTIONS
-from npu_tf_profiling.bridge.ranks import WORLD_GROUP, check_group
+from npu_tf_profiling.bridge.ranks.eager_collectives import EagerRanks, joined
+from npu_tf_profiling.bridge.npu_device.handle import global_npu_ctx
+from npu_tf_profiling.bridge.ranks.graph_collectives import REDUCTIONS
+from npu_tf_profiling.bridge.ranks.discovery import WORLD_GROUP, check_group
 
 _REDUCTIONS = ("mean", *REDUCTIONS)
 

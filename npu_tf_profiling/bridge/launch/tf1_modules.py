@@ -22,9 +22,9 @@ from types import ModuleType
 
 # module path TensorFlow 1.15 had -> the module that provides it here
 TF1_ONLY_MODULES: dict[str, str] = {
-    "tensorflow.examples.tutorials.mnist.input_data": "npu_tf_profiling.bridge.mnist_input_data",
+    "tensorflow.examples.tutorials.mnist.input_data": "npu_tf_profiling.bridge.launch.mnist_input_data",
     "tensorflow.python.graph_util": "tensorflow._api.v2.compat.v1.graph_util",  # tf.compat.v1.graph_util
-    "tensorflow.python.data.experimental.ops.threadpool": "npu_tf_profiling.bridge.data_threadpool",
+    "tensorflow.python.data.experimental.ops.threadpool": "npu_tf_profiling.bridge.launch.data_threadpool",
 }
 
 
@@ -36,7 +36,7 @@ TF1_NAMES: dict[str, dict[str, str]] = {
     "tensorflow.python.framework.graph_util": {
         name: _V1_GRAPH_UTIL + name for name in ("convert_variables_to_constants", "remove_training_nodes",
                                                  "must_run_on_cpu", "tensor_shape_from_node_def_name")},
-    "tensorflow.python.keras.utils": {"multi_gpu_model": "npu_tf_profiling.bridge.keras_multi_gpu:multi_gpu_model"},
+    "tensorflow.python.keras.utils": {"multi_gpu_model": "npu_tf_profiling.bridge.launch.keras_multi_gpu:multi_gpu_model"},
     # Moved out of these modules in TensorFlow 2.13-2.14 (each name is where 2.15 keeps it); the list is what
     # tf-slim 1.1.0's modules use (tests/test_bridge_slim_scan.py scans its code), which the scripts use too.
     "tensorflow.python.framework.ops": {"Tensor": "tensorflow.python.framework.tensor:Tensor",
@@ -116,7 +116,7 @@ def _package(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ModuleNotFoundError:
         pass
-    package = ModuleType(name, "TensorFlow 1.15 package kept for --tf1 scripts (see npu_tf_profiling.bridge.tf1_modules)")
+    package = ModuleType(name, "TensorFlow 1.15 package kept for --tf1 scripts (see npu_tf_profiling.bridge.launch.tf1_modules)")
     package.__path__ = []
     sys.modules[name] = package
     parent_name, _, child = name.rpartition(".")

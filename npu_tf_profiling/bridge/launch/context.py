@@ -9,7 +9,7 @@ sets the unset ones and says which, once.
 
 A value the user set always wins. A multi-process launch is left alone
 entirely: with `TF_CONFIG` (a cluster), a `RANK_TABLE_FILE`, or `RANK_SIZE`
-other than 1, the ranks come from there (bridge/ranks.py), and a filled-in
+other than 1, the ranks come from there (bridge/ranks/discovery.py), and a filled-in
 `RANK_SIZE=1` or `DEVICE_ID=0` would contradict them or make every rank 0.
 One device variable set by the user fills the other (the launch scripts export
 `DEVICE_ID=$ASCEND_DEVICE_ID`), so the two never disagree; `DEVICE_INDEX`
@@ -30,7 +30,7 @@ def _multi_process(environ: MutableMapping[str, str]) -> bool:
     try:
         return "cluster" in json.loads(environ.get("TF_CONFIG", "") or "{}")
     except (ValueError, TypeError):
-        return bool(environ.get("TF_CONFIG", "").strip())  # malformed: ranks.py reports it; do not add to it
+        return bool(environ.get("TF_CONFIG", "").strip())  # malformed: ranks/discovery.py reports it; do not add to it
 
 
 def fill_launch_defaults(environ: MutableMapping[str, str]) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Optimizer helpers of `npu_init` and `npu_optimizer`: npu_tf_optimizer, npu_keras_optimizer, NPUOptimizer.
 
 They compose the two real pieces: gradient all-reduce across ranks
-(`distributed`; with one process the wrapped optimizer's own update, bit for
+(`ranks.data_parallel`; with one process the wrapped optimizer's own update, bit for
 bit) and loss scaling (`loss_scale`).
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from npu_tf_profiling.bridge.distributed import NPUDistributedOptimizer, npu_distributed_optimizer_wrapper
-from npu_tf_profiling.bridge.loss_scale import NPULossScaleOptimizer
+from npu_tf_profiling.bridge.ranks.data_parallel import NPUDistributedOptimizer, npu_distributed_optimizer_wrapper
+from npu_tf_profiling.bridge.npu_bridge.loss_scale import NPULossScaleOptimizer
 from npu_tf_profiling.bridge.notes import note_once
 
 

@@ -8,7 +8,7 @@ own placement is already right, so the handle only keeps what scripts read back
 thing that matters here: it starts the TF2 step trace when
 `profiling_config.enable_profiling` is set, with `profiling_options` (checked
 then: a bad JSON raises at `open()`), exactly when upstream would start
-collecting, and with `RANK_SIZE` > 1 it joins the ranks (`device_collectives`). With `enable_profiling` off nothing is started, so PROFILING_MODE /
+collecting, and with `RANK_SIZE` > 1 it joins the ranks (`ranks.eager_collectives`). With `enable_profiling` off nothing is started, so PROFILING_MODE /
 PROFILING_OPTIONS (read when the first step is traced) apply as upstream. NPU-only
 options the script set are reported once, at the `open()` line, as accepted with
 no effect. `tf.function` is not patched: TensorFlow's own tracing is what runs.
@@ -20,10 +20,10 @@ import os
 import threading
 from dataclasses import dataclass
 
-from npu_tf_profiling.bridge.device_options import global_options
+from npu_tf_profiling.bridge.npu_device.options import global_options
 from npu_tf_profiling.bridge.notes import note_once
-from npu_tf_profiling.bridge.device_collectives import join
-from npu_tf_profiling.bridge.ranks import rank_setup
+from npu_tf_profiling.bridge.ranks.eager_collectives import join
+from npu_tf_profiling.bridge.ranks.discovery import rank_setup
 
 NPU = "/job:localhost/replica:0/task:0/device:NPU"
 
@@ -70,7 +70,7 @@ def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - upstr
             raise RuntimeError(f"Failed create npu instance on device {device_id} as existed instance on {list(_handles)}")
         setup = rank_setup()
         handle = NpuDeviceHandle(device_id, setup.rank_size if setup.multi_rank else 1, setup.rank_id if setup.multi_rank else 0)
-        if setup.multi_rank:  # upstream joins the HCCL job here; its collectives need it (`device_collectives`)
+        if setup.multi_rank:  # upstream joins the HCCL job here; its collectives need it (`ranks.eager_collectives`)
             join(setup)
         _start_profiling_if_asked()
         _handles[device_id] = handle

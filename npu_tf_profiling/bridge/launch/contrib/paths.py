@@ -2,7 +2,7 @@
 
 TensorFlow 2 has no `tf.contrib`; a TF 1.15 script reaches it three ways, and
 all three end here: the attribute chain `tf.contrib.layers.xavier_initializer`
-(bridge/tf1.py's `tf` has `contrib = ContribModule("tensorflow.contrib")`),
+(bridge/launch/tf1_api.py's `tf` has `contrib = ContribModule("tensorflow.contrib")`),
 `import tensorflow.contrib.slim as slim`, and `from tensorflow.contrib.X import Y`
 (the import hook calls `serve_contrib`). Nothing is put into `sys.modules` under
 a `tensorflow.contrib` name, so libraries that probe for it (to tell TF 1 from
@@ -25,7 +25,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from npu_tf_profiling.bridge.contrib.areas import AREAS, MODULE_ALIASES, REMOVED, Area
+from npu_tf_profiling.bridge.launch.contrib.areas import AREAS, MODULE_ALIASES, REMOVED, Area
 
 PREFIX = "tensorflow.contrib"
 
@@ -54,7 +54,7 @@ class ContribModule(ModuleType):
     """A served `tensorflow.contrib...` module: its area's names, then its sub-modules, else the clear error."""
 
     def __init__(self, path: str, area: Area) -> None:
-        super().__init__(path, f"{_short(path)} for --tf1 scripts (npu_tf_profiling.bridge.contrib)")
+        super().__init__(path, f"{_short(path)} for --tf1 scripts (npu_tf_profiling.bridge.launch.contrib)")
         self.__path__: list[str] = []  # a package: `from tensorflow.contrib.layers import python` walks on
         self._area = area
 

@@ -5,7 +5,7 @@ request (`profiling_config.enable_profiling` / `profiling_options`), which is
 what this package is for, and many NPU compiler and device settings (precision
 mode, data dump, fusion switches, memory sizes, ...). Upstream reads them all
 when the device opens. Here the profiling fields start the TF2 step trace at
-`open()` (bridge/device_handle.py); the others have no CPU/GPU meaning, so they
+`open()` (bridge/npu_device/handle.py); the others have no CPU/GPU meaning, so they
 are kept, typed, and reported once as accepted with no effect.
 
 Field names, defaults and allowed values are upstream's (`npu_device/configs/`).

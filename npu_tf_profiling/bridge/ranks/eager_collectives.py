@@ -2,7 +2,7 @@
 
 Upstream, `npu_device.open()` joins the HCCL job when `RANK_SIZE` > 1, and
 `all_reduce`/`broadcast` are HCCL ops placed on the NPU. Here the ranks are
-TensorFlow servers, found as the TF1 path finds them (`ranks.rank_setup`:
+TensorFlow servers, found as the TF1 path finds them (`discovery.rank_setup`:
 TF_CONFIG, or the Ascend RANK_TABLE_FILE), and `join` makes the process's
 eager context collective-enabled the way MultiWorkerMirroredStrategy does: a
 ServerDef of the cluster whose session config names rank 0 the group leader
@@ -15,7 +15,7 @@ The ops are the V2 collectives (`CollectiveReduceV2`, `CollectiveBcastSendV2`/
 inside a `tf.function` that happens at trace time, so every call of the
 function reuses its keys, and the ranks must trace and call in the same order,
 which is what upstream asks of HCCL too. A peer that is gone ends a collective
-after HCCL_EXEC_TIMEOUT (``ranks.exec_timeout_s``) with TensorFlow's error.
+after HCCL_EXEC_TIMEOUT (``discovery.exec_timeout_s``) with TensorFlow's error.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from npu_tf_profiling.bridge.ranks import RankSetup, exec_timeout_s
+from npu_tf_profiling.bridge.ranks.discovery import RankSetup, exec_timeout_s
 
 GROUP_KEY = 1  # hccl_world_group: every rank
 MERGE_OPS = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min", "prod": "Mul"}

@@ -5,8 +5,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from npu_tf_profiling.bridge.distributed import NPUBroadcastGlobalVariablesHook
-from npu_tf_profiling.bridge.ranks import get_rank_id, get_rank_size
+from npu_tf_profiling.bridge.ranks.data_parallel import NPUBroadcastGlobalVariablesHook
+from npu_tf_profiling.bridge.ranks.discovery import get_rank_id, get_rank_size
 
 
 def npu_hooks_append(hooks_list: Any = ()) -> list:

@@ -3,17 +3,17 @@
 Upstream, `set_split_strategy_by_idx/size` choose where HCCL cuts the gradient
 list into fused all-reduce segments (a performance knob with no effect on the
 values), and `create_group` makes a sub-communicator. Here gradients are
-all-reduced in packs of their own (`distributed`), so the split is accepted and
+all-reduced in packs of their own (`data_parallel`), so the split is accepted and
 noted once: the all-reduced values are the same, only the fusion differs. Only
 the world group of all ranks exists: `create_group` is accepted and noted, and
-a collective or rank query naming another group raises a clear error (`ranks`).
+a collective or rank query naming another group raises a clear error (`discovery`).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from npu_tf_profiling.bridge.notes import accepted_no_op
-from npu_tf_profiling.bridge.ranks import WORLD_GROUP
+from npu_tf_profiling.bridge.ranks.discovery import WORLD_GROUP
 _SPLIT = "HCCL gradient-fusion split points have no CPU/GPU meaning; all-reduced values are unchanged"
 _GROUP = "HCCL sub-groups are not created on CPU/GPU; only hccl_world_group (all ranks) can be used"
 

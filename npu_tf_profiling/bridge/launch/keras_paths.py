@@ -7,7 +7,7 @@ implementation modules at `keras.utils.control_flow_util`, `keras.layers.core`,
 moved every such module under `keras.src`, so those imports fail on 2.15 before
 any NPU name is reached.
 
-When the script's own code (not a library: see bridge/tf1.py's `is_user_code`)
+When the script's own code (not a library: see bridge/launch/tf1_api.py's `is_user_code`)
 imports a `keras.` module that does not exist, and `keras.src.` has it, that
 module is put into `sys.modules` under the old name too (the same module object,
 so patching `Dropout.call` patches Keras' Dropout). `keras.layers.core` is
@@ -29,7 +29,7 @@ import threading
 from types import ModuleType
 from typing import Any, Callable
 
-from npu_tf_profiling.bridge.tf1 import is_user_code, library_roots
+from npu_tf_profiling.bridge.launch.tf1_api import is_user_code, library_roots
 
 LAYERS_CORE = "keras.layers.core"
 _MARK = "__npu_tf_profiling_keras_paths__"
@@ -81,7 +81,7 @@ def _layers_core(src_core: ModuleType) -> ModuleType:
     """Keras 2.6's `keras.layers.core`: 2.15's core layers plus the public layers 2.6 kept there (Dropout, Flatten...)."""
     import keras.layers
 
-    module = ModuleType(LAYERS_CORE, "Keras 2.6's keras.layers.core, served by npu_tf_profiling (bridge/keras_paths.py)")
+    module = ModuleType(LAYERS_CORE, "Keras 2.6's keras.layers.core, served by npu_tf_profiling (bridge/launch/keras_paths.py)")
     module.__dict__.update({k: v for k, v in vars(src_core).items() if not k.startswith("__")})
     module.__path__ = []  # type: ignore[attr-defined]  # its sub-modules are served as aliases too, never loaded twice
     module.__getattr__ = lambda name: getattr(keras.layers, name)  # type: ignore[attr-defined]  # PEP 562

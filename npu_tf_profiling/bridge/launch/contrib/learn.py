@@ -3,7 +3,7 @@
 contrib.learn's INFER is "infer", the same string as `tf.estimator.ModeKeys.PREDICT`,
 so a model_fn that tests `mode == tf.contrib.learn.ModeKeys.INFER` sees the
 Estimator's predict mode. Its MNIST reader (`learn.datasets.mnist`) is
-bridge/mnist_input_data.py (see areas.MODULE_ALIASES).
+bridge/launch/mnist_input_data.py (see areas.MODULE_ALIASES).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ served only from a maintained replacement with TensorFlow 1.15's meaning:
   argument orders differ from tf.losses/tf.metrics);
 - TensorFlow 2's own modules where contrib's names moved there unchanged
   (contrib.data -> tf.data.experimental, contrib.rnn -> tf.nn.rnn_cell, ...);
-- this package's modules (`bridge/contrib/*.py`) for the few names TensorFlow 2
+- this package's modules (`bridge/launch/contrib/*.py`) for the few names TensorFlow 2
   dropped that stock ops rebuild (HParams, image.rotate, LSTMBlockCell, ...),
   or that another TensorFlow package still ships (FeedingQueueRunner, from
   tensorflow-estimator, imported when used).
@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 _FUTURE_FLAGS = frozenset(("absolute_import", "division", "print_function", "unicode_literals", "annotations"))
 SLIM_INSTALL = "pip install 'npu_tf_profiling[tf1]' (or: pip install tf-slim==1.1.0)"
-_OURS = "npu_tf_profiling.bridge.contrib."
+_OURS = "npu_tf_profiling.bridge.launch.contrib."
 _V1 = "tensorflow._api.v2.compat.v1."
 
 
@@ -59,7 +59,7 @@ class Area:
             except ModuleNotFoundError:
                 raise ModuleNotFoundError(slim_hint(path.split(".")[2] if path.count(".") >= 2 else "slim"),
                                           name="tf_slim") from None
-            from npu_tf_profiling.bridge.contrib.slim_fit import fit_tf_slim
+            from npu_tf_profiling.bridge.launch.contrib.slim_fit import fit_tf_slim
 
             fit_tf_slim()
 
@@ -155,8 +155,8 @@ MODULE_ALIASES: dict[str, str] = {
     "tensorflow.contrib.framework.python.ops.audio_ops": "tensorflow.python.ops.gen_audio_ops",
     "tensorflow.contrib.image.python.ops.image_ops": _OURS + "image",
     "tensorflow.contrib.image.ops.gen_image_ops": "tensorflow.python.ops.gen_image_ops",  # the same kernels
-    "tensorflow.contrib.learn.datasets.mnist": "npu_tf_profiling.bridge.mnist_input_data",
-    "tensorflow.contrib.learn.python.learn.datasets.mnist": "npu_tf_profiling.bridge.mnist_input_data",
+    "tensorflow.contrib.learn.datasets.mnist": "npu_tf_profiling.bridge.launch.mnist_input_data",
+    "tensorflow.contrib.learn.python.learn.datasets.mnist": "npu_tf_profiling.bridge.launch.mnist_input_data",
     "tensorflow.contrib.mixed_precision.python.loss_scale_manager": _OURS + "mixed_precision",
     "tensorflow.contrib.training.python.training.feeding_queue_runner": _OURS + "feeding_queue_runner",
     "tensorflow.contrib.mixed_precision.python.loss_scale_optimizer": _OURS + "mixed_precision",

@@ -34,7 +34,7 @@ from typing import Any
 
 import tensorflow.compat.v1 as tf1
 
-DISTRIBUTED_MODULE = "npu_tf_profiling.bridge.distributed"
+DISTRIBUTED_MODULE = "npu_tf_profiling.bridge.ranks.data_parallel"
 """Module that may provide `overflow_across_ranks(flag)`; looked up lazily, at graph-building time."""
 
 FLOAT32_MAX = 3.4e38
@@ -51,7 +51,7 @@ def overflow_across_ranks(flag: tf1.Tensor) -> tf1.Tensor:
     must agree, or their weights drift apart: upstream sums the NPU float status over
     all ranks for that reason.
 
-    The function `overflow_across_ranks(flag)` of `npu_tf_profiling.bridge.distributed`
+    The function `overflow_across_ranks(flag)` of `npu_tf_profiling.bridge.ranks.data_parallel`
     does the cross-rank reduction when that module provides it (True if any rank
     overflowed; it must return `flag` unchanged when the job has one rank). Without it,
     each process decides alone, which is exact for a single process.
