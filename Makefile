@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 MSPROF_VENV := .venv-msprof
 MSPROF_STAMP := $(MSPROF_VENV)/.installed
 
-.PHONY: demo test install msprof-analyze check-latest clean
+.PHONY: demo test install msprof-analyze check-latest docs-picture clean
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ demo: install
 	$(VPY) samples/estimator_profiling.py
 	@echo "== charts of this run (one offline HTML page; open it in any browser):"
 	@$(VPY) -m npu_tf_profiling view "$$(ls -td demo_output/PROF_* | head -1)"
+
+# The README's picture of the charts page, from a real run of the demo's sample (docs/charts_page.sh; needs chromium).
+docs-picture: install
+	docs/charts_page.sh
 
 # The linter (pyproject.toml), then the suite on TEST_PROCESSES processes (pytest-xdist; a file's tests stay in one process, so its
 # module fixtures run once), then the `timing` tests alone (pytest.ini says why). Exit status 5 is

@@ -25,7 +25,7 @@ __all__ = [
 
 
 def start_tf2_profiling(profiling_options: Any = None, enable_profiling: bool = True) -> Any:
-    """Profile the TensorFlow 2 steps (tf.function loops, Keras fit) traced from now on; see the README."""
+    """Profile the TensorFlow 2 steps (tf.function loops, Keras fit) traced from now on; see docs/tf2.md."""
     from npu_tf_profiling.runtime.functions.attach import start_tf2_profiling as start
 
     return start(profiling_options, enable_profiling)

@@ -82,7 +82,8 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="npu-tf-prof", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in SUBCOMMAND_HELP.items():
-        sub.add_parser(name, help=help_text, add_help=False)
+        # argparse %-formats a sub-command's help (for %(prog)s): diff's "95% CI" would stop --help with a ValueError
+        sub.add_parser(name, help=help_text.replace("%", "%%"), add_help=False)
     # Parse the command name first so only the chosen sub-command's module is imported.
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
         try:

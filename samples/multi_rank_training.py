@@ -1,7 +1,7 @@
 """A multi-rank training script in the style of ModelZoo-TensorFlow (sess.run, NPUDistributedOptimizer).
 
 Each process is one rank: RANK_ID, RANK_SIZE, and TF_CONFIG or RANK_TABLE_FILE
-say where it stands (README, "Multi-rank Ascend scripts", has the exact
+say where it stands (docs/ascend_scripts.md, "Multi-rank Ascend scripts", has the exact
 commands). The script itself contains nothing about servers or clusters: a plain
 `tf.Session(config=...)` joins the job. Each rank reads its own shard of the
 data, starts from rank 0's weights (the broadcast), and averages its gradients

@@ -1,4 +1,4 @@
-"""Hostile input (README fault table: links, bad values, duplicate keys, crafted raw data).
+"""Hostile input (the fault table of docs/troubleshooting.md: links, bad values, duplicate keys, crafted raw data).
 
 Each test is one way a user, a shared folder or a damaged file can try to make the
 package lose data, write elsewhere, crash or mislead: files the package did not

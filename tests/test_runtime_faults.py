@@ -1,4 +1,4 @@
-"""The fault matrix (README, "What profiling does when things go wrong"): each fault, the job finishes, nothing written is lost.
+"""The fault matrix (docs/troubleshooting.md, "What profiling does when things go wrong"): each fault, the job finishes, nothing written is lost.
 
 The full disk and SIGKILL rows are in test_runtime_robustness.py. Faults done
 to the output by "someone else" are done by the job script itself between two

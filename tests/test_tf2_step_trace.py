@@ -107,7 +107,7 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
     for model_id, model_rows in grouped.items():
         ids = [int(r["Iteration ID"]) for r in model_rows]
         # A tf.range loop runs its iterations' calls in parallel where their data allow: two steps' rows may
-        # take their run numbers in the other order (README, "TensorFlow 2"). Every step is there once.
+        # take their run numbers in the other order (docs/tf2.md, the style table). Every step is there once.
         # Keras 2's steps_per_execution loop is such a loop too (fit_spe: run numbers out of order, e.g. 2, 1, 3, in 2 runs of that style
         # of 22 on 2026-12-03, one a fresh-clone suite run, with its probes in loops wired as before that day).
         assert (sorted(ids) if style in ("loop_outer", "fit_spe") else ids) == list(range(1, per_model + 1))
@@ -124,7 +124,7 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
     assert header.count("Reduce Start(us)") == reduce_pairs
     if style == "loop_outer" and _tensorflow_version() >= (2, 16):
         # TensorFlow 2.16+ inlines the called step into the loop's body, and the loop runs the next
-        # step's reads while the previous one ends: rows may overlap (README, "TensorFlow 2").
+        # step's reads while the previous one ends: rows may overlap (docs/tf2.md, the style table).
         # Each row still holds its own step's points in order.
         for row in rows:
             fp, bp, end = (int(row[k]) for k in ("FP Start(us)", "BP End(us)", "Iteration End(us)"))

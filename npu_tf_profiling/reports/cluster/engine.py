@@ -17,7 +17,7 @@ The pattern of NVIDIA Nsight Systems' recipes: the per-rank work is a list of
   ``distributed.Client`` hands the same tasks to that cluster's workers, which
   read the rank folders at the same path (shared storage) and send back the
   compact per-rank results. Start one with ``dask scheduler`` and
-  ``dask worker tcp://HOST:8786`` on each host (README).
+  ``dask worker tcp://HOST:8786`` on each host (docs/multi_worker.md, "On Dask").
 
 Dask is the ``cluster`` extra; without it the command says how to install it.
 """

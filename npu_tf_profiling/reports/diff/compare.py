@@ -1,6 +1,6 @@
 """Baseline against candidate: per model and phase, per rank, the slow-rank verdicts, the verdict and exit code.
 
-Rules (the README's "npu-tf-prof diff" says the same to users):
+Rules (docs/commands.md, "Comparing two runs", says the same to users):
 
 * models are matched by Model ID, ranks by rank (device id); a model or rank
   on one side only, other all-reduce groups, other fp/bp points and a phase

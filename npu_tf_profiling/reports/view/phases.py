@@ -13,7 +13,7 @@ the run was:
   Iteration End, ``cluster.step_table.union_length``, as the cluster's
   Communication column) with "FP to BP (rest)" and "Iteration Refresh (rest)":
   nothing is counted twice. A negative phase (rows that overlap, see the
-  README's TF2 table) stacks as 0;
+  style table of docs/tf2.md) stacks as 0;
 * **bins**: past ``MAX_POINTS`` iterations the series is cut into
   ``TARGET_BINS`` runs of consecutive iterations and each point is a bin's
   mean (so the stack still sums to the mean Iteration Time) with a line for
