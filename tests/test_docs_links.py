@@ -16,8 +16,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
-# Pages another branch of issue 41 writes; each must stop being listed here once it exists (checked below).
-PENDING_PAGES = {DOCS / "architecture.md": "written by the lead's branch (issue 41)"}
 
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 _FENCED = re.compile(r"^```.*?^```", re.S | re.M)
@@ -45,8 +43,6 @@ def dead_links(page: Path) -> list[str]:
             continue
         path, _, anchor = target.partition("#")
         resolved = (page.parent / path).resolve() if path else page
-        if resolved in PENDING_PAGES:
-            continue
         if not resolved.exists():
             dead.append(f"{target}: no such file")
         elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
@@ -62,13 +58,8 @@ def test_every_relative_link_resolves(page: Path) -> None:
 def test_the_index_links_every_docs_page() -> None:
     index = DOCS / "README.md"
     linked = {(DOCS / target.partition("#")[0]).resolve() for target in links(index)}
-    pages = {p.resolve() for p in DOCS.glob("*.md") if p != index} | set(PENDING_PAGES)
+    pages = {p.resolve() for p in DOCS.glob("*.md") if p != index}
     assert sorted(str(p.relative_to(REPO)) for p in pages - linked) == []
-
-
-def test_pending_pages_are_still_pending() -> None:
-    arrived = [str(p.relative_to(REPO)) for p in PENDING_PAGES if p.exists()]
-    assert arrived == [], f"{arrived} exist now: remove them from PENDING_PAGES so their links are checked"
 
 
 def test_the_checker_finds_a_dead_link_and_a_dead_anchor(tmp_path: Path) -> None:

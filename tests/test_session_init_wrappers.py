@@ -14,7 +14,7 @@ import textwrap
 
 from npu_tf_profiling.runtime.session import base_session
 
-RANK_SESSION = "npu_tf_profiling.bridge.rank_session"
+RANK_SESSION = "npu_tf_profiling.bridge.ranks.session_join"
 
 
 def test_one_patch_wraps_tensorflows_own_init_with_the_wrappers_in_their_order() -> None:

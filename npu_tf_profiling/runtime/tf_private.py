@@ -15,6 +15,7 @@ scripts (`bridge` TF 1.15 paths and contrib areas: names it provides, not uses).
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -38,6 +39,7 @@ SESSION_MODULE = "tensorflow.python.client.session"
 TRANSFORM_MODULE = "tensorflow.python.eager.polymorphic_function.transform"
 VERSIONS_MODULE = "tensorflow.python.framework.versions"
 EAGER_CONTEXT_MODULE = "tensorflow.python.eager.context"
+NEST_MODULE = "tensorflow.python.util.nest"
 FRAMEWORK_CONFIG_MODULE = "tensorflow.python.framework.config"
 HOST_READ_METHODS = (
     ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator", "_next_internal"),
@@ -62,6 +64,12 @@ PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
                   "runtime/functions/attach.py"),
     PrivateSymbol(EAGER_CONTEXT_MODULE, "executing_eagerly", "the host read hooks act on eager calls only",
                   "runtime/functions/host_reads.py"),
+    PrivateSymbol(EAGER_CONTEXT_MODULE, "context", "the eager context's ConfigProto and `enable_collective_ops`: "
+                  "an eager process joins the ranks' cluster", "bridge ranks eager collectives"),
+    PrivateSymbol(EAGER_CONTEXT_MODULE, "Context.enable_collective_ops", "an eager process joins the ranks' cluster",
+                  "bridge ranks eager collectives"),
+    PrivateSymbol(NEST_MODULE, "is_nested", "`tf.contrib.framework.nest` for --tf1 scripts: TensorFlow's whole "
+                  "nest module (`tf.nest` lacks names 1.15 scripts use)", "bridge launch contrib framework"),
     PrivateSymbol(FRAMEWORK_CONFIG_MODULE, "is_op_determinism_enabled", "no stamp kernels that op determinism "
                   "rejects", "runtime/probes.py"),
     *(PrivateSymbol(module, f"{owner}.{method}", "GetNext of batches read eagerly outside the step",
@@ -121,10 +129,18 @@ def replace_make_callable_from_options(session: Any, replacement: Any) -> None:
     session._make_callable_from_options = replacement
 
 
+def eager_context() -> Any:
+    """TensorFlow's eager context object (its full ConfigProto, collective set-up)."""
+    return importlib.import_module(EAGER_CONTEXT_MODULE).context()
+
+
+def nest_module() -> Any:
+    """TensorFlow's own `nest` module, with every name 1.15's `tf.contrib.framework.nest` had."""
+    return importlib.import_module(NEST_MODULE)
+
+
 def op_determinism_enabled() -> bool:
     """Whether `tf.config.experimental.enable_op_determinism()` is on (False on a TensorFlow without it)."""
-    import importlib
-
     try:
         return bool(importlib.import_module(FRAMEWORK_CONFIG_MODULE).is_op_determinism_enabled())
     except (ImportError, AttributeError):

@@ -17,6 +17,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from npu_tf_profiling.runtime import tf_private
+
 _LOOPER_ATTRIBUTE = "_npu_tf_profiling_iteration_loop"
 
 
@@ -80,7 +82,7 @@ def _loop_op(train_op: tf.Operation) -> tf.Operation:
     """
     with train_op.graph.as_default():
         loop_op = tf.no_op(name="IterationOp")
-    loop_op._add_control_input(train_op)  # noqa: SLF001 - public since TF 1.x in all but name
+    tf_private.add_control_input(loop_op, train_op)
     return loop_op
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from npu_tf_profiling.bridge.ranks.discovery import RankSetup, exec_timeout_s
+from npu_tf_profiling.runtime import tf_private
 
 GROUP_KEY = 1  # hccl_world_group: every rank
 MERGE_OPS = {"sum": "Add", "mean": "Add", "max": "Max", "min": "Min", "prod": "Mul"}
@@ -82,21 +83,20 @@ def join(setup: RankSetup) -> EagerRanks:
     global _joined
     with _lock:
         if _joined is None:
+            import tensorflow as tf
             from tensorflow.core.protobuf import tensorflow_server_pb2
-            from tensorflow.python.eager import context
-            from tensorflow.python.training.server_lib import ClusterSpec
 
             peers = setup.require_peers()
             me = setup.me
-            config = copy.deepcopy(context.context().config)
+            config = copy.deepcopy(tf_private.eager_context().config)
             config.experimental.collective_group_leader = peers[0].task_name
             del config.device_filters[:]
             config.device_filters.append(f"/job:{me.job}/task:{me.task}")
             server_def = tensorflow_server_pb2.ServerDef(
-                cluster=ClusterSpec(setup.cluster()).as_cluster_def(), default_session_config=config,
+                cluster=tf.train.ClusterSpec(setup.cluster()).as_cluster_def(), default_session_config=config,
                 job_name=me.job, task_index=me.task, protocol="grpc",
             )
-            context.context().enable_collective_ops(server_def)
+            tf_private.eager_context().enable_collective_ops(server_def)
             _joined = EagerRanks(setup, f"{me.task_name}/device:CPU:0")
         return _joined
 

@@ -185,7 +185,7 @@ def _answers(peer: Peer) -> bool:
 # ----------------------------------------------------------------------------- failures
 def _watch_runs(session: Any, setup: RankSetup) -> None:
     """Wrap this session's `run`: a rank failure is named, and the watchdog sees how long runs take."""
-    from tensorflow.python.framework import errors
+    from tensorflow import errors
 
     peer_errors = (errors.DeadlineExceededError, errors.UnavailableError, errors.AbortedError,
                    errors.CancelledError, errors.InternalError)
@@ -209,7 +209,7 @@ def _watch_runs(session: Any, setup: RankSetup) -> None:
 
 def _rank_failure(exc: Exception, setup: RankSetup) -> RankFailureError | None:
     """A RankFailureError naming the lost ranks, or None when every rank still answers and no collective timed out."""
-    from tensorflow.python.framework import errors
+    from tensorflow import errors
 
     lost = unreachable_peers(setup)
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

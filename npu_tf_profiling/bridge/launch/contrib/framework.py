@@ -12,9 +12,11 @@ from __future__ import annotations
 from types import ModuleType
 
 import tensorflow as tf
-from tensorflow.python.util import nest as _nest
 from tf_slim.ops.arg_scope import add_arg_scope, arg_scope, arg_scoped_arguments, current_arg_scope, has_arg_scope
 
+from npu_tf_profiling.runtime import tf_private
+
+_nest = tf_private.nest_module()
 nest = ModuleType("nest", _nest.__doc__)
 nest.__dict__.update({k: v for k, v in vars(_nest).items() if not k.startswith("__")})
 nest.is_sequence = _nest.is_nested  # type: ignore[attr-defined]  # removed in TensorFlow 2.x
