@@ -34,6 +34,6 @@ def two_workers(tmp_path_factory):
 
     Tests that run a tool writing into its input folder (msprof-analyze without -o) work on a copy.
     """
-    from tests.multi_worker_jobs import run_job
+    from tests.helpers.multi_worker_jobs import run_job
 
     return run_job(tmp_path_factory, "two_workers", 2, extra=["--task-trace"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trace_files import assert_step_trace_formulas, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, step_trace_rows
 
 SCRIPTS = Path(__file__).parent / "scripts"
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")

@@ -22,7 +22,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
-from tests.trace_files import only_prof_dir
+from tests.helpers.trace_files import only_prof_dir
 
 SCRIPTS = Path(__file__).parent / "scripts"
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")

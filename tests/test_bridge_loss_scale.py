@@ -19,7 +19,7 @@ from npu_tf_profiling.bridge.npu_bridge.loss_scale import (
     FixedLossScaleManager,
     NPULossScaleOptimizer,
 )
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 FEATURES = np.random.RandomState(0).uniform(-1, 1, size=(8, 4)).astype(np.float32)
 

@@ -14,8 +14,8 @@ from npu_tf_profiling.bridge.npu_bridge.scopes import NpuExecutePlacement, keep_
 from npu_tf_profiling.bridge.npu_bridge.strategy import NPUStrategy
 from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
 from npu_tf_profiling.config import ProfilingConfig
-from tests.models import session_mlp
-from tests.trace_files import step_trace_rows
+from tests.helpers.models import session_mlp
+from tests.helpers.trace_files import step_trace_rows
 
 v1 = tf.compat.v1
 

@@ -13,8 +13,8 @@ import pytest
 
 from npu_tf_profiling.exit_codes import EXIT_BROKEN_PIPE
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
-from tests import graphs_for_tests as graphs
-from tests.raw_fixtures import iterations, make_prof_dir
+from tests.helpers import graphs_for_tests as graphs
+from tests.helpers.raw_fixtures import iterations, make_prof_dir
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")

@@ -10,7 +10,7 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.graph_points import TracePoints, find_trace_points
-from tests import graphs_for_tests as graphs
+from tests.helpers import graphs_for_tests as graphs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
 

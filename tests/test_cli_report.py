@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from npu_tf_profiling.cli import main
-from raw_fixtures import PROF_TS, Phases, iterations, jsonl, make_prof_dir, read_csv
+from tests.helpers.raw_fixtures import PROF_TS, Phases, iterations, jsonl, make_prof_dir, read_csv
 
-from tests.no_tensorflow import REPO, run_without_tensorflow
+from tests.helpers.no_tensorflow import REPO, run_without_tensorflow
 
 
 def test_report_writes_and_prints_paths(tmp_path, capsys):

@@ -28,7 +28,7 @@ from npu_tf_profiling.reports.cluster.data import find_prof_dirs_below, load_clu
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.reports.errors import RawDataWarning
 
-from tests.no_tensorflow import run_without_tensorflow
+from tests.helpers.no_tensorflow import run_without_tensorflow
 OUT = "npu_tf_prof_cluster"
 
 
@@ -80,7 +80,7 @@ def test_csv_format_one_row_per_step_and_rank(tmp_path, capsys):
 
 def test_overlapped_communication_inside_the_backward_pass(tmp_path):
     """Horovod-style reduces that start before BP End count as Overlapped, not as waiting."""
-    from tests.raw_fixtures import T0, make_prof_dir, record
+    from tests.helpers.raw_fixtures import T0, make_prof_dir, record
 
     recs = []
     prev = T0
@@ -298,7 +298,7 @@ def test_timeline_one_process_per_rank_valid(tmp_path):
 def test_timeline_spans_equal_the_single_device_step_trace_events(tmp_path):
     """The cluster timeline's fast JSON writer gives exactly step_trace_events' spans and tracks."""
     from npu_tf_profiling.reports.step.timeline import step_trace_events
-    from tests.raw_fixtures import T0, make_prof_dir, record
+    from tests.helpers.raw_fixtures import T0, make_prof_dir, record
 
     odd = [
         record(model_id=1, run=1, step=1, fp_start=T0 + 100, bp_end=T0 + 900, iteration_end=T0 + 1000,
@@ -390,7 +390,7 @@ assert main(["cluster", {str(tmp_path)!r}]) == 0
 
 
 def test_no_all_reduce_data_says_so(tmp_path):
-    from tests.raw_fixtures import iterations, make_prof_dir
+    from tests.helpers.raw_fixtures import iterations, make_prof_dir
 
     for rank in range(3):
         make_prof_dir(tmp_path, {rank: iterations(5, with_step=True)}, pid=rank + 1, info={"device_id": rank, "host": "h"})

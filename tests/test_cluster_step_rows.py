@@ -16,7 +16,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.step import records as raw
-from raw_fixtures import T0, Phases, iterations, jsonl, make_prof_dir
+from tests.helpers.raw_fixtures import T0, Phases, iterations, jsonl, make_prof_dir
 
 # An interval: (start, duration); None for a missing start; a negative duration is a reversed interval.
 _INTERVAL = hst.tuples(hst.one_of(hst.none(), hst.integers(0, 60)), hst.integers(-10, 30))

@@ -20,8 +20,8 @@ from npu_tf_profiling.reports.diff.stats import hodges_lehmann
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir
 from npu_tf_profiling.testing.task_synthetic import SynthOp, layered_ops, write_synthetic_prof_dir
-from tests.no_tensorflow import run_without_tensorflow
-from tests.raw_fixtures import iterations, make_prof_dir, record
+from tests.helpers.no_tensorflow import run_without_tensorflow
+from tests.helpers.raw_fixtures import iterations, make_prof_dir, record
 
 # FP to BP is most of the iteration, so +10% there is +9% of Iteration Time; 3% noise on every phase.
 BASE = dict(iterations=400, data_aug=50.0, get_next=20.0, fp_bp=900.0, reduce_offset=800.0, reduce=50.0, refresh=50.0, noise=0.03)

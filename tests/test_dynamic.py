@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trace_files import only_prof_dir, step_trace_rows
+from tests.helpers.trace_files import only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "train_forever.py"
 

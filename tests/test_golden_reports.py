@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from golden_reports import CASES, GOLDEN_DIR, report_outputs
+from tests.helpers.golden_reports import CASES, GOLDEN_DIR, report_outputs
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

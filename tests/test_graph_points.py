@@ -1,6 +1,6 @@
 """fp/bp/get_next/all-reduce discovery on real TensorFlow graphs.
 
-Every graph is built in graph mode by tests/graphs_for_tests.py; each test
+Every graph is built in graph mode by tests/helpers/graphs_for_tests.py; each test
 asserts the chosen ops by name and the reason given for them, and, where a
 naive rule would pick something else (labels before features, a test tower
 built first, a v1 loop accumulator created last), checks that the trap is
@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, TracePointsError, find_trace_points
 from npu_tf_profiling.graph_points.optypes import is_gradient_name
-from tests import graphs_for_tests as graphs
+from tests.helpers import graphs_for_tests as graphs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
 

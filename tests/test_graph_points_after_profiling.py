@@ -17,8 +17,8 @@ from npu_tf_profiling.config import ProfilingConfig
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.graph_points import find_trace_points, load_graph
 from npu_tf_profiling.graph_points.own_ops import PROBE_SCOPE, is_own_op, without_own_ops
-from tests.models import input_fn, mlp_model_fn, session_mlp
-from tests.trace_files import only_prof_dir
+from tests.helpers.models import input_fn, mlp_model_fn, session_mlp
+from tests.helpers.trace_files import only_prof_dir
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
 

@@ -23,7 +23,7 @@ from npu_tf_profiling.graph_points import (
 )
 from npu_tf_profiling.graph_points.errors import closest_names
 from npu_tf_profiling.testing.graph_synthetic import synthetic_training_graph_def
-from tests import graphs_for_tests as graphs
+from tests.helpers import graphs_for_tests as graphs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
 

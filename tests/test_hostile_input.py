@@ -26,7 +26,7 @@ from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.raw_format.errors import ForeignFileError
 from npu_tf_profiling.raw_format.training_frame import MAX_REDUCE_PAIRS, NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.reports.msprof import names as msprof_names
-from tests.raw_fixtures import T0, make_prof_dir, record
+from tests.helpers.raw_fixtures import T0, make_prof_dir, record
 
 SCRIPTS = Path(__file__).parent / "scripts"
 VICTIM_TEXT = b"the user's own data\n"

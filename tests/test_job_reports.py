@@ -11,7 +11,7 @@ from pathlib import Path
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.job_reports import JOB_REPORT_MAX_ITERATIONS, count_iteration_records
-from tests.trace_files import only_prof_dir, step_trace_rows
+from tests.helpers.trace_files import only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "many_steps.py"
 

@@ -28,8 +28,8 @@ import tensorflow.compat.v1 as tf
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
-from tests.msprof_tool import problems, run_msprof_analyze
-from tests.multi_worker_jobs import STEPS
+from tests.helpers.msprof_tool import problems, run_msprof_analyze
+from tests.helpers.multi_worker_jobs import STEPS
 from tests.test_runtime_tasks import small_cnn
 
 pytestmark = pytest.mark.timeout(900)  # above msprof_tool.TIMEOUT_S, the tool's own hang guard

@@ -25,7 +25,7 @@ from npu_tf_profiling.reports.msprof import db_schema
 from npu_tf_profiling.reports.msprof.step_trace_time import HEADER
 from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir
 from npu_tf_profiling.reports.writer import write_all_reports
-from tests.no_tensorflow import run_without_tensorflow
+from tests.helpers.no_tensorflow import run_without_tensorflow
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 STEPS = 12

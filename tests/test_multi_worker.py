@@ -22,8 +22,8 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
-from tests.multi_worker_jobs import STEPS, run_job
-from tests.raw_fixtures import assert_step_trace_formulas
+from tests.helpers.multi_worker_jobs import STEPS, run_job
+from tests.helpers.raw_fixtures import assert_step_trace_formulas
 
 pytestmark = pytest.mark.timeout(150)
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, find_trace_points
-from tests import graphs_for_tests as graphs
+from tests.helpers import graphs_for_tests as graphs
 
 tf1 = tf.compat.v1
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")

@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.side_by_side import Command, run_side_by_side
+from tests.helpers.side_by_side import Command, run_side_by_side
 from tests.test_tf2_step_trace import info_of
 from tests.test_tf2_tasks import task_rows
-from tests.trace_files import assert_step_trace_formulas, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, step_trace_rows
 
 FOLDER = Path(__file__).parent / "scripts" / "npu_device_tf2"
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")

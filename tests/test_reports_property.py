@@ -11,7 +11,7 @@ from hypothesis import strategies as hs
 
 from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.writer import write_step_trace_reports
-from raw_fixtures import NA, T0, assert_step_trace_formulas, make_prof_dir, read_csv, record
+from tests.helpers.raw_fixtures import NA, T0, assert_step_trace_formulas, make_prof_dir, read_csv, record
 
 # Durations in µs, with fractions, sometimes negative (out-of-order clocks must
 # still give a valid timeline) and sometimes missing.

@@ -10,7 +10,7 @@ from npu_tf_profiling.raw_format.training_record import parse_record
 from npu_tf_profiling.reports.step import records as raw
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
-from raw_fixtures import assert_step_trace_formulas, iterations, jsonl, make_prof_dir, read_csv
+from tests.helpers.raw_fixtures import assert_step_trace_formulas, iterations, jsonl, make_prof_dir, read_csv
 
 
 def _trace_path(prof):

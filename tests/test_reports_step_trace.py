@@ -8,7 +8,7 @@ import pytest
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
-from raw_fixtures import (
+from tests.helpers.raw_fixtures import (
     NA,
     PROF_TS,
     T0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from npu_tf_profiling.reports.step import summary as sm
-from raw_fixtures import T0, Phases, iterations, make_prof_dir, record
+from tests.helpers.raw_fixtures import T0, Phases, iterations, make_prof_dir, record
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ import tensorflow.compat.v1 as tf
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.reports.step import summary as sm
-from tests.models import session_mlp
-from tests.raw_fixtures import iterations, make_prof_dir, record
-from tests.trace_files import only_prof_dir
+from tests.helpers.models import session_mlp
+from tests.helpers.raw_fixtures import iterations, make_prof_dir, record
+from tests.helpers.trace_files import only_prof_dir
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
 

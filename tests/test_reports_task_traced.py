@@ -23,9 +23,9 @@ from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.task.traced import disturbed, traced_runs
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
-from tests.models import session_mlp
-from tests.raw_fixtures import T0, make_prof_dir, record
-from tests.trace_files import only_prof_dir, raw_records
+from tests.helpers.models import session_mlp
+from tests.helpers.raw_fixtures import T0, make_prof_dir, record
+from tests.helpers.trace_files import only_prof_dir, raw_records
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated:UserWarning")
 

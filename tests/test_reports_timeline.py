@@ -9,7 +9,7 @@ import pytest
 from npu_tf_profiling.reports.chrome_trace import assign_lanes, validate_chrome_trace
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
-from raw_fixtures import T0, Phases, iterations, make_prof_dir, record
+from tests.helpers.raw_fixtures import T0, Phases, iterations, make_prof_dir, record
 
 
 def _timeline(tmp_path, devices):

@@ -27,8 +27,8 @@ import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_tf_profiling.config.session_proto import write_request
-from tests.models import session_mlp
-from tests.trace_files import only_prof_dir, raw_records
+from tests.helpers.models import session_mlp
+from tests.helpers.trace_files import only_prof_dir, raw_records
 
 pytestmark = pytest.mark.timing
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "deterministic_train.py"
 

@@ -7,8 +7,8 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config import ProfilingConfig
 from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPURunConfig
-from tests.models import input_fn, mlp_model_fn
-from tests.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.models import input_fn, mlp_model_fn
+from tests.helpers.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 
 def run_config(tmp_path, **options) -> NPURunConfig:

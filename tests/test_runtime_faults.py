@@ -25,10 +25,10 @@ from npu_tf_profiling.raw_format import append_writer
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.runtime import profiling_run
-from tests.models import session_mlp
+from tests.helpers.models import session_mlp
 from npu_tf_profiling.raw_format.training_frame import HEADER_SIZE, Frame, decode_frames
 from tests.test_runtime_robustness import assert_at_most_a_second_lost, profiling_env, train_then_signal
-from tests.trace_files import assert_step_trace_formulas, frame_records, only_prof_dir, raw_records, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, frame_records, only_prof_dir, raw_records, step_trace_rows
 
 SCRIPTS = Path(__file__).parent / "scripts"
 FAULTY_JOB = SCRIPTS / "faulty_job.py"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import tensorflow.compat.v1 as tf
 
-from tests.models import dense, input_fn, profiling_config, session_mlp
-from tests.trace_files import raw_records
+from tests.helpers.models import dense, input_fn, profiling_config, session_mlp
+from tests.helpers.trace_files import raw_records
 
 PROBES = "npu_tf_profiling_probes"
 

@@ -5,8 +5,8 @@ import json
 
 import tensorflow.compat.v1 as tf
 
-from tests.models import profiling_config, session_mlp
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.models import profiling_config, session_mlp
+from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 
 def test_identical_graphs_in_two_sessions_get_their_own_model_ids(tmp_path) -> None:

@@ -11,8 +11,8 @@ import socket
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.raw_format.layout import PROBE_SCOPE
-from tests.models import dense, profiling_config
-from tests.trace_files import only_prof_dir, raw_records
+from tests.helpers.models import dense, profiling_config
+from tests.helpers.trace_files import only_prof_dir, raw_records
 
 
 def _free_port() -> int:

@@ -11,8 +11,8 @@ import threading
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.runtime.session.recorder import _RingReads
-from tests.models import dense, profiling_config, session_mlp
-from tests.trace_files import only_prof_dir, raw_records
+from tests.helpers.models import dense, profiling_config, session_mlp
+from tests.helpers.trace_files import only_prof_dir, raw_records
 
 
 def _probe_types(graph: tf.Graph) -> set[str]:

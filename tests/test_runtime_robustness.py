@@ -13,7 +13,7 @@ import pytest
 
 from npu_tf_profiling.cli import main as cli_main
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 pytestmark = pytest.mark.timing  # the SIGKILL test's loss bound is a time; the env-path test shares its script
 

@@ -8,8 +8,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config import ProfilingOptionsError
-from tests.models import dense, profiling_config, session_mlp
-from tests.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, raw_records, step_trace_rows
+from tests.helpers.models import dense, profiling_config, session_mlp
+from tests.helpers.trace_files import HEADER, assert_step_trace_formulas, only_prof_dir, raw_records, step_trace_rows
 
 
 def test_n_iterations_give_n_rows_with_exact_formulas(tmp_path) -> None:

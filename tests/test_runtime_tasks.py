@@ -10,8 +10,8 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.reports import validate_chrome_trace
-from tests.models import dense
-from tests.trace_files import only_prof_dir, step_trace_rows
+from tests.helpers.models import dense
+from tests.helpers.trace_files import only_prof_dir, step_trace_rows
 
 
 def small_cnn(graph: tf.Graph):

@@ -10,8 +10,8 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.graph_points import TracePointsError, find_trace_points
 from npu_tf_profiling.runtime import dynamic
-from tests.models import profiling_config, session_mlp
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.models import profiling_config, session_mlp
+from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 
 def info_of(output) -> dict:

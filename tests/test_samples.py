@@ -45,7 +45,7 @@ def test_sess_run_sample(tmp_path) -> None:
 def test_demo_view_opens_in_a_browser(demo_run, capsys) -> None:
     """What `make demo` ends with: the run's page, opened in headless Chromium."""
     from npu_tf_profiling.cli import main
-    from tests.browser import open_page
+    from tests.helpers.browser import open_page
     from tests.test_view_browser import assert_drawn
 
     prof = next(demo_run.glob("PROF_*"))

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.trace_files import only_prof_dir
+from tests.helpers.trace_files import only_prof_dir
 
 SEED_OUTPUT = "/home/HwHiAiUser/output"
 
@@ -72,7 +72,7 @@ def _info(output) -> dict:
 def test_estimator_snippet(tmp_path, snippet) -> None:
     namespace: dict = {}
     exec(snippet.replace(SEED_OUTPUT, str(tmp_path)), namespace)  # noqa: S102 - the seed's code, verbatim
-    from tests.models import input_fn, mlp_model_fn
+    from tests.helpers.models import input_fn, mlp_model_fn
 
     config = namespace["config"].replace(model_dir=str(tmp_path / "model"), log_step_count_steps=None)
     estimator = namespace["NPUEstimator"](model_fn=mlp_model_fn, config=config)
@@ -95,7 +95,7 @@ def test_sess_run_snippet(tmp_path, snippet) -> None:
         """
         from npu_tf_profiling.npu_init import *
         tf.disable_eager_execution()
-        from tests.models import session_mlp
+        from tests.helpers.models import session_mlp
         graph = tf.get_default_graph()
         train_op, loss, init, _ = session_mlp(graph)
         config = tf.ConfigProto()

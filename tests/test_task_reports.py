@@ -28,7 +28,7 @@ from npu_tf_profiling.reports.task.records import read_task_trace
 from npu_tf_profiling.reports.task.table import load_device_tasks, task_windows
 from npu_tf_profiling.reports.writer import write_all_reports
 
-from tests.no_tensorflow import run_without_tensorflow
+from tests.helpers.no_tensorflow import run_without_tensorflow
 TASK_HEADER = [
     "Device_id", "Model ID", "Iteration ID", "Op Name", "Op Type", "Task Type", "Stream ID",
     "Task Start(us)", "Task Duration(us)", "Task Wait(us)",

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.trace_files import raw_records
+from tests.helpers.trace_files import raw_records
 
 pytestmark = pytest.mark.timing
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.side_by_side import Command, run_side_by_side
+from tests.helpers.side_by_side import Command, run_side_by_side
 from tests.test_tf2_step_trace import _env, info_of, rows_by_model
 from tests.test_tf2_tasks import task_rows
-from tests.trace_files import step_trace_rows
+from tests.helpers.trace_files import step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_gan.py"
 STEPS = 6

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trace_files import step_trace_rows
+from tests.helpers.trace_files import step_trace_rows
 
 STEPS = 5
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from npu_tf_profiling.cli import main
-from tests.multi_worker_jobs import SAMPLE
-from tests.side_by_side import Command, run_side_by_side
+from tests.helpers.multi_worker_jobs import SAMPLE
+from tests.helpers.side_by_side import Command, run_side_by_side
 from tests.test_multi_worker import rank_folders
-from tests.trace_files import assert_step_trace_formulas, step_trace_rows
+from tests.helpers.trace_files import assert_step_trace_formulas, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_train.py"
 STEPS = 10

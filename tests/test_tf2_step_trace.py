@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.side_by_side import Command, run_side_by_side
-from tests.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
+from tests.helpers.side_by_side import Command, run_side_by_side
+from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_train.py"
 STEPS = 12

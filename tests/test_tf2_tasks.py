@@ -29,7 +29,7 @@ from npu_tf_profiling.reports.step.records import read_device
 from npu_tf_profiling.reports.task import xspace
 
 from tests.test_tf2_step_trace import info_of, rows_by_model, train_with_plain
-from tests.trace_files import only_prof_dir, step_trace_rows
+from tests.helpers.trace_files import only_prof_dir, step_trace_rows
 
 WINDOW = (3, 5)
 # The task clock is placed by the probe kernels against their stamps (reports.task.xspace): measured on 12 `loop`

@@ -10,7 +10,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, DamagedBytes, Frame, RecordShape, decode_frames, encode_frame
 from npu_tf_profiling.reports.step import records as raw
-from raw_fixtures import T0, iterations, jsonl, make_prof_dir
+from tests.helpers.raw_fixtures import T0, iterations, jsonl, make_prof_dir
 
 
 def _rows(shape: RecordShape, n: int, first_run: int = 1, base: float = T0) -> np.ndarray:

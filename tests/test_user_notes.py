@@ -10,8 +10,8 @@ import tensorflow.compat.v1 as tf
 from npu_tf_profiling.bridge.npu_bridge.estimator import NPUEstimator, NPURunConfig
 from npu_tf_profiling.config import ProfilingConfig, ProfilingDeprecationWarning
 from npu_tf_profiling.config.session_proto import write_request
-from tests.models import input_fn, mlp_model_fn, session_mlp
-from tests.trace_files import only_prof_dir
+from tests.helpers.models import input_fn, mlp_model_fn, session_mlp
+from tests.helpers.trace_files import only_prof_dir
 
 NOT_COLLECTED = "accepted, not collected"
 

@@ -24,8 +24,8 @@ from npu_tf_profiling.reports.view.model_section import phases_figure
 from npu_tf_profiling.reports.writer import write_all_reports
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir
-from tests.no_tensorflow import run_without_tensorflow
-from tests.raw_fixtures import Phases, iterations, make_prof_dir
+from tests.helpers.no_tensorflow import run_without_tensorflow
+from tests.helpers.raw_fixtures import Phases, iterations, make_prof_dir
 
 # An all-reduce from FP + 600 µs for 300 µs: 100 µs inside FP to BP (700 µs), 200 µs after BP End.
 PHASES = Phases(data_aug=100.0, get_next=40.0, fp_bp=700.0, refresh=200.0, reduces=[(600.0, 300.0)])

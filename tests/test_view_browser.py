@@ -15,7 +15,7 @@ from pathlib import Path
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.view.page import RENDERED_ATTRIBUTE
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
-from tests.browser import Opened, open_page
+from tests.helpers.browser import Opened, open_page
 
 MIN_DETAIL = 0.1  # share of screenshot rows with detail; a blank page has 0
 

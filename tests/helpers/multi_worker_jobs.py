@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STEPS = 30
 JOB_TIMEOUT_S = 100  # the launcher stops the workers and fails with their logs past this
 

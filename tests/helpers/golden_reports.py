@@ -3,28 +3,25 @@
 Why: the report writers were rewritten to work on columns and stream (issue 39);
 their output on small runs must not change. The golden files were written by
 the writers as they were before that rewrite (``python tests/golden_reports.py``
-at that commit), and ``test_golden_reports.py`` holds today's writers to them.
+at that commit; it lives in ``tests/helpers/`` now), and ``test_golden_reports.py`` holds today's writers to them.
 Each case is deterministic: fixed raw records, fixed timestamps. SQLite
 databases are compared through a text dump of every table (their bytes carry
 page layout that says nothing about the content).
 
 Regenerate (only when a format change is intended and documented):
-    .venv/bin/python tests/golden_reports.py
+    .venv/bin/python -m tests.helpers.golden_reports
 """
 from __future__ import annotations
 
 import shutil
 import sqlite3
-import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tests.helpers.raw_fixtures import T0, Phases, iterations, make_prof_dir, record
 
-from raw_fixtures import T0, Phases, iterations, make_prof_dir, record  # noqa: E402
-
-GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden_reports"
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "data" / "golden_reports"
 
 
 def _odd_steps(root: Path) -> Path:

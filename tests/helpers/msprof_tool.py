@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / ".venv-msprof" / "bin" / "msprof-analyze"
 # A hang guard, not a bound: `advisor all` on the 2-rank job took 24 s at load 7, and over 240 s once in a
 # fresh-clone suite run beside the multi-rank tests at load 9-11 (2026-12-05).
