@@ -56,7 +56,7 @@ test: install $(MSPROF_STAMP)
 LATEST_RUNTIME_TESTS := tests/test_runtime_session.py tests/test_runtime_robustness.py tests/test_runtime_accuracy.py \
 	tests/test_runtime_tasks.py tests/test_dynamic.py tests/test_runtime_ring.py tests/test_runtime_parameter_server.py \
 	tests/test_tf2_install.py tests/test_tf2_step_trace.py tests/test_tf2_multi_worker.py tests/test_tf2_accuracy.py tests/test_tf2_tasks.py tests/test_task_xspace.py \
-	tests/test_tf2_wiring.py tests/test_tf2_gan.py
+	tests/test_tf2_wiring.py tests/test_tf2_gan.py tests/test_tf_private.py tests/test_session_init_wrappers.py
 check-latest:
 	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest pytest-timeout
