@@ -103,11 +103,9 @@ def _warn_once(exc: BaseException) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-def function_call(function: Any, call: Callable[[], Any]) -> Any:
+def function_call(function: Any, call: Callable[[], Any], current_source: Callable[[], Any]) -> Any:
     """An eager call of `function`, a `tf.function` that is not a probed step: timed while the
-    TensorFlow 2 source records the step trace."""
-    from npu_tf_profiling.runtime.functions.attach import current_source
-
+    TensorFlow 2 source (`current_source()`, the request in force) records the step trace."""
     try:
         source = current_source()
         collection = source.poll() if source is not None else None

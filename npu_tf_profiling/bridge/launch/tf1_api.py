@@ -20,11 +20,11 @@ from __future__ import annotations
 import builtins
 import os
 import site
+import sys
 import sysconfig
 from types import ModuleType
 from typing import Any, Callable
 
-import npu_tf_profiling
 from npu_tf_profiling.bridge.launch.contrib.paths import resolve, serve_contrib
 from npu_tf_profiling.bridge.launch.tf1_modules import install_tf1_module, tf1_name, wanted_tf1_modules, with_tf1_names
 
@@ -59,7 +59,8 @@ def library_roots() -> tuple[str, ...]:
     """Where library code lives: the standard library, site-packages, and this package (also from a checkout)."""
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
-    roots.add(os.path.dirname(os.path.abspath(npu_tf_profiling.__file__)))  # the package's folder, however deep this module is
+    package = sys.modules[__name__.partition(".")[0]]  # loaded before any of its modules: no import needed
+    roots.add(os.path.dirname(os.path.abspath(package.__file__)))  # the package's folder, however deep this module is
     roots.update(site.getsitepackages())
     if site.ENABLE_USER_SITE:
         roots.add(site.getusersitepackages())

@@ -105,7 +105,7 @@ def _start_profiling_if_asked() -> None:
                   "accepted, no effect on CPU/GPU (NPU compiler, dump and device settings)")
     config = options.profiling_config
     if config.enable_profiling:
-        from npu_tf_profiling import start_tf2_profiling
+        from npu_tf_profiling.runtime.functions.attach import start_tf2_profiling
 
         start_tf2_profiling(config.profiling_options, enable_profiling=True)
 

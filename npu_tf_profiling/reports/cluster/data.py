@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
@@ -300,3 +301,15 @@ def cluster_table(ranks: list[RankData]) -> st.StepTraceTable:
 
 
 _MODEL_KEY = 1_000_000  # (rank, model) -> rank * _MODEL_KEY + model
+
+
+def sync_points(table: st.StepTraceTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the last all-reduce end (NaN without one) and Iteration End: the moments all ranks share."""
+    end = st.float_values(table.frame[st.ITERATION_END])
+    if not table.n_reduce:
+        return np.full(len(end), np.nan), end
+    rs, rd = table.reduce_arrays()
+    ends = rs + rd
+    with np.errstate(invalid="ignore"):
+        last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
+    return last, end

@@ -25,6 +25,7 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.reports.cluster.data import sync_points
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task import traced as task_traced
@@ -124,15 +125,3 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
         except OSError:  # never fails the analysis: writing the folder then says what is wrong (``rank_layouts``)
             part.layout_stale = True
     return part
-
-
-def sync_points(table: st.StepTraceTable) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: the last all-reduce end (NaN without one) and Iteration End: the moments all ranks share."""
-    end = st.float_values(table.frame[st.ITERATION_END])
-    if not table.n_reduce:
-        return np.full(len(end), np.nan), end
-    rs, rd = table.reduce_arrays()
-    ends = rs + rd
-    with np.errstate(invalid="ignore"):
-        last = np.where(np.isnan(ends).all(axis=1), np.nan, np.nanmax(np.where(np.isnan(ends), -np.inf, ends), axis=1))
-    return last, end

@@ -29,7 +29,7 @@ import pandas as pd
 
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.reports.cluster.data import ClusterData, RankData
+from npu_tf_profiling.reports.cluster.data import ClusterData, RankData, sync_points
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.step.timeline import (
     TRACK_GETNEXT,
@@ -63,8 +63,6 @@ def sync_frame(rank: np.ndarray, model: np.ndarray, step: np.ndarray, reduce_end
 
 def table_sync_frame(table: st.StepTraceTable) -> pd.DataFrame:
     """``sync_frame`` of a step-trace table (the per-rank tasks compute the same columns rank by rank)."""
-    from npu_tf_profiling.reports.cluster.rank_task import sync_points
-
     reduce_end, end = sync_points(table)
     frame = table.frame
     return sync_frame(frame[st.DEVICE_ID].astype("int64").to_numpy(), frame[st.MODEL_ID].astype("int64").to_numpy(),

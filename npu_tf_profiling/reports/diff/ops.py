@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from npu_tf_profiling.reports.task import op_summary as ops
-from npu_tf_profiling.reports.view.build import ViewInput, task_tables
+from npu_tf_profiling.reports.run_input import RunInput, task_tables
 
 TOP_OPS = 10
 
@@ -31,7 +31,7 @@ class OpChange:
         return self.candidate_us - self.baseline_us
 
 
-def per_iteration(found: ViewInput) -> dict[int, pd.Series]:
+def per_iteration(found: RunInput) -> dict[int, pd.Series]:
     """Model ID -> µs per traced iteration, indexed by (op name, op type); empty without task traces."""
     totals: dict[int, list[pd.Series]] = {}
     traced: dict[int, int] = {}

@@ -1,7 +1,7 @@
 """One side of a diff: what a PROF folder or an output folder (one device or a cluster) holds, per model and rank.
 
 The folders are found and read as ``npu-tf-prof view`` reads them
-(``view.build.find_input``: every PROF_* folder at or below the path, the
+(``run_input.find_input``: every PROF_* folder at or below the path, the
 cluster analysis when two ranks or more have data), and each (rank, model)'s
 iterations are the ones ``npu-tf-prof summary`` uses (``summary.basis_rows``:
 steady, not task-traced), with the phases the view draws (``view.phases``:
@@ -26,7 +26,7 @@ from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.point_notes import model_entry
 from npu_tf_profiling.reports.view import phases as ph
-from npu_tf_profiling.reports.view.build import ViewInput, find_input
+from npu_tf_profiling.reports.run_input import RunInput, find_input
 
 PHASES = (ph.ITERATION_TIME, ph.DATA_AUG, ph.GETNEXT, ph.FP_BP, ph.REDUCE, ph.REFRESH)
 
@@ -67,7 +67,7 @@ class Side:
     """Everything read from one path."""
 
     path: Path
-    found: ViewInput
+    found: RunInput
     models: dict[int, ModelSide]
 
     @property
@@ -84,8 +84,8 @@ def read_side(path: Path | str) -> Side:
     return side_of(find_input(path))
 
 
-def side_of(found: ViewInput) -> Side:
-    """The side of what ``view.build.find_input`` read; ``BadInputError`` when two PROF folders hold the same
+def side_of(found: RunInput) -> Side:
+    """The side of what ``run_input.find_input`` read; ``BadInputError`` when two PROF folders hold the same
     device and model: two runs in one folder, which the diff cannot tell apart."""
     path = found.root
     models: dict[int, ModelSide] = {}

@@ -14,7 +14,7 @@ import numpy as np
 from npu_tf_profiling.reports.diff.compare import DiffReport, compare_sides
 from npu_tf_profiling.reports.diff.render import METHOD
 from npu_tf_profiling.reports.diff.sides import read_side, side_of
-from npu_tf_profiling.reports.view.build import ViewInput
+from npu_tf_profiling.reports.run_input import RunInput
 from npu_tf_profiling.reports.view.model_section import US
 from npu_tf_profiling.reports.view.page import Page, text
 from npu_tf_profiling.reports.view.phases import HISTOGRAM_BINS
@@ -22,7 +22,7 @@ from npu_tf_profiling.reports.view.phases import HISTOGRAM_BINS
 SIDE_COLORS = {"baseline": "#1f77b4", "candidate": "#d62728"}
 
 
-def add_compare(page: Page, found: ViewInput, candidate: str) -> DiffReport:
+def add_compare(page: Page, found: RunInput, candidate: str) -> DiffReport:
     """The comparison of ``found`` (the baseline) with the run at ``candidate``; returns the diff drawn."""
     report = compare_sides(side_of(found), read_side(candidate))
     page.heading(2, f"Compared with {candidate}")

@@ -165,7 +165,7 @@ def _decide_source() -> Any:
 def _time_host_reads() -> None:
     from npu_tf_profiling.runtime.functions.host_reads import install_host_reads
 
-    install_host_reads()
+    install_host_reads(current_source)
 
 
 def warn_if_requested_but_not_installed(reason: str | None) -> None:

@@ -87,9 +87,9 @@ _installed = False
 _last_claim: tuple[int, tuple[float, float, float]] | None = None  # the latest call: its function and batch
 
 
-def watch(function: Any) -> HostBatches | None:
+def watch(function: Any, current_source: Callable[[], Any]) -> HostBatches | None:
     """Keep the reads given to each call of `function` (a `tf.function`); None when calls cannot be seen."""
-    if function is None or not install_host_reads():
+    if function is None or not install_host_reads(current_source):
         return None
     with _lock:
         entry = _watched.get(id(function))
@@ -103,8 +103,11 @@ def watch(function: Any) -> HostBatches | None:
         return batches
 
 
-def install_host_reads() -> bool:
-    """Time the iterators' eager reads and the functions' calls from now on (idempotent); whether calls are seen."""
+def install_host_reads(current_source: Callable[[], Any]) -> bool:
+    """Time the iterators' eager reads and the functions' calls from now on (idempotent); whether calls are seen.
+
+    `current_source` gives the TensorFlow 2 request in force (`attach.current_source`), which decides whether a
+    call that is not a step is timed (`other_runs.function_call`)."""
     global _installed
     with _lock:
         if not _installed:
@@ -112,7 +115,7 @@ def install_host_reads() -> bool:
             context = importlib.import_module(EAGER_CONTEXT_MODULE)
             for module, owner, method in HOST_READ_METHODS:
                 _wrap(module, owner, method, lambda original: _timed_read(original, context.executing_eagerly))
-            _wrap(*FUNCTION_CALL_METHOD, lambda original: _claiming_call(original, context.executing_eagerly))
+            _wrap(*FUNCTION_CALL_METHOD, lambda original: _claiming_call(original, context.executing_eagerly, current_source))
         return getattr(_owner(*FUNCTION_CALL_METHOD[:2]), FUNCTION_CALL_METHOD[2], None) is not None and _is_ours(*FUNCTION_CALL_METHOD)
 
 
@@ -151,12 +154,13 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
     return timed_read
 
 
-def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> Callable[..., Any]:
+def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool],
+                   current_source: Callable[[], Any]) -> Callable[..., Any]:
     from npu_tf_profiling.runtime import other_runs
     from npu_tf_profiling.runtime.functions.call_ends import call_ended
     from npu_tf_profiling.runtime.functions.profiler_capture import CAPTURE
 
-    steps = CAPTURE._steps  # id(function) -> the probed steps (their calls are the iterations)
+    steps = CAPTURE.steps  # id(function) -> the probed steps (their calls are the iterations)
 
     def claiming_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not eager():  # a call while a function is traced is a graph's
@@ -168,7 +172,7 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool]) -> C
             if id(self) in steps:
                 result = original(self, *args, **kwargs)
             else:  # not a step: timed as what else ran between steps (runtime.other_runs)
-                result = other_runs.function_call(self, lambda: original(self, *args, **kwargs))
+                result = other_runs.function_call(self, lambda: original(self, *args, **kwargs), current_source)
         finally:
             CAPTURE.after(token)
         call_ended(self)  # a probed step's calls are counted (call_ends)

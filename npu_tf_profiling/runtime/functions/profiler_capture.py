@@ -59,7 +59,7 @@ class TaskCapture:
     """Watches the probed steps' calls and captures the ones the collection wants tasks for."""
 
     def __init__(self) -> None:
-        self._steps: dict[int, tuple[weakref.ref, Any]] = {}
+        self.steps: dict[int, tuple[weakref.ref, Any]] = {}  # id(function) -> (the function, its model): the probed steps
         self._calls: dict[int, int] = {}  # id(function) -> calls seen
         self._window: _Window | None = None
         self._lock = threading.RLock()
@@ -71,12 +71,12 @@ class TaskCapture:
             return
         key = id(function)
         with self._lock:
-            entry = self._steps.get(key)
+            entry = self.steps.get(key)
             if entry is None or entry[0]() is not function:
                 self._calls[key] = 1  # traced during its first call, whose start was not seen: that is run 1
             # A later trace's model replaces the earlier one: the first, variable-creating trace of a step
             # is a model of its own that never runs (tf.function traces it with another Python function).
-            self._steps[key] = (weakref.ref(function, lambda _ref: self._steps.pop(key, None)), model)
+            self.steps[key] = (weakref.ref(function, lambda _ref: self.steps.pop(key, None)), model)
 
     def before(self, function: Any) -> Any:
         """A call starts: the token `after` needs (None: nothing to capture).
@@ -85,7 +85,7 @@ class TaskCapture:
         lookups, without the lock: calls of one step come from one thread (a Python loop, `fit`).
         """
         key = id(function)
-        entry = self._steps.get(key)
+        entry = self.steps.get(key)
         if entry is None or self._failed:
             return None
         run = self._calls[key] = self._calls.get(key, 0) + 1

@@ -147,7 +147,7 @@ class StepTransform:
             if branch_reads is not None and branch_reads.source is source:
                 fed[1].fed_by(branch_reads)
         elif probes.shape.get_next_pairs == 0 and context.kind == FUNCTION and model.host_batches is None:
-            model.host_batches = watch(context.caller)  # its batches are read before its calls
+            model.host_batches = watch(context.caller, self._current_source)  # its batches are read before its calls
 
     def _probe_read_branch(self, graph: tf.Graph, discovery: Discovery, context: TracingContext, source: CollectionSource) -> None:
         """A branch that only reads: probed as a reader, whose rows are never iterations. They feed the step
