@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from npu_tf_profiling.reports.cluster import engine  # noqa: E402
-from npu_tf_profiling.reports.cluster.data import rank_folders  # noqa: E402
-from npu_tf_profiling.reports.cluster.rank_task import TaskOptions, rank_batch  # noqa: E402
+from npu_tf_profiling.reports.cluster import engine
+from npu_tf_profiling.reports.cluster.data import rank_folders
+from npu_tf_profiling.reports.cluster.rank_task import TaskOptions, rank_batch
 
 
 def main() -> int:

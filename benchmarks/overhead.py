@@ -72,15 +72,15 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf2  # noqa: E402
-import tensorflow.compat.v1 as tf  # noqa: E402
+import tensorflow as tf2
+import tensorflow.compat.v1 as tf
 
 # The profiled sessions' output, removed at exit *after* the package's own exit handler (registered
 # when it is imported below; atexit runs last-registered first) has written its reports there.
 OUTPUT_ROOT = tempfile.mkdtemp(prefix="npu_tf_profiling_bench_")
 atexit.register(shutil.rmtree, OUTPUT_ROOT, ignore_errors=True)
 
-import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
+import npu_tf_profiling  # noqa: E402  (installs the Session integration)
 from bench_models import BUILDERS  # noqa: E402
 from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
 from npu_tf_profiling.runtime.functions.reader import FunctionModel  # noqa: E402
@@ -124,7 +124,7 @@ class DrainClock:
             setattr(owner, "_drain_locked", self._timed(original))
         return self
 
-    def _timed(self, original):  # noqa: ANN001, ANN202 - a wrapper of either signature
+    def _timed(self, original):
         def timed(*args: object) -> None:
             wall, cpu = time.perf_counter(), time.thread_time()
             try:

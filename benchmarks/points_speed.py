@@ -31,8 +31,8 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from npu_tf_profiling.graph_points import GraphIndex, find_trace_points  # noqa: E402
-from npu_tf_profiling.testing.graph_synthetic import synthetic_training_graph_def  # noqa: E402
+from npu_tf_profiling.graph_points import GraphIndex, find_trace_points
+from npu_tf_profiling.testing.graph_synthetic import synthetic_training_graph_def
 
 
 def measure(graph_def, train_op: str) -> dict[str, float]:

@@ -47,13 +47,13 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-import npu_tf_profiling  # noqa: E402
-from npu_tf_profiling.runtime import probes, ring  # noqa: E402
-from npu_tf_profiling.runtime.functions import profiler_capture, transform  # noqa: E402
-from npu_tf_profiling.runtime.ring import RingOps  # noqa: E402
-from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT  # noqa: E402
+import npu_tf_profiling
+from npu_tf_profiling.runtime import probes, ring
+from npu_tf_profiling.runtime.functions import profiler_capture, transform
+from npu_tf_profiling.runtime.ring import RingOps
+from tf2_models import TF2_BUILDERS, TF2_STEPS_PER_VISIT
 
 VARIANT = {"name": "plain", "parts": frozenset()}  # the variant the functions traced now get, and its parts
 LEFT_OUT = {"nogetnext": {"get_next": ()}, "nofp": {"fp": None}, "nobp": {"bp": None, "bp_inputs": ()},

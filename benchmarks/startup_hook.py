@@ -43,7 +43,7 @@ def main() -> int:
             base.append(a)
             diffs.append(b - a)
     line = PTH.read_text().strip()
-    per_exec = timeit.timeit(lambda: exec(line, {}), number=2000) / 2000  # noqa: S102
+    per_exec = timeit.timeit(lambda: exec(line, {}), number=2000) / 2000
     print(f"python -S + addsitedir, median start-up without hook: {statistics.median(base) * 1e3:.2f} ms")
     print(f"hook cost, median of {args.rounds} interleaved paired differences: {statistics.median(diffs) * 1e3:+.3f} ms")
     print(f"hook line executed in-process (PROFILING_MODE unset): {per_exec * 1e6:.1f} us")

@@ -18,9 +18,9 @@ import statistics
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import npu_tf_profiling  # noqa: E402
-from npu_tf_profiling.runtime.functions import transform  # noqa: E402
-from tf2_models import TF2_BUILDERS  # noqa: E402
+import npu_tf_profiling
+from npu_tf_profiling.runtime.functions import transform
+from tf2_models import TF2_BUILDERS
 
 OPTIONS = {"output": "/tmp/trace_cost_out", "training_trace": "on"}
 TRANSFORM_SECONDS = [0.0]

@@ -38,10 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from npu_tf_profiling.reports.view.build import write_view  # noqa: E402
-from npu_tf_profiling.reports.view.page import RENDERED_ATTRIBUTE  # noqa: E402
-from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster  # noqa: E402
-from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir  # noqa: E402
+from npu_tf_profiling.reports.view.build import write_view
+from npu_tf_profiling.reports.view.page import RENDERED_ATTRIBUTE
+from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
+from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir
 
 TARGET_MS = 3000
 SHORT = 100

@@ -5,5 +5,5 @@ For scripts that import this package instead of running through
 upstream's star import gives TensorFlow 1.15; a star import placed after
 `import tensorflow.compat.v1 as tf` leaves `tf` meaning the same thing.
 """
-from npu_tf_profiling.bridge.compat.npu_bridge.npu_init import *  # noqa: F401,F403
+from npu_tf_profiling.bridge.compat.npu_bridge.npu_init import *  # noqa: F403
 from npu_tf_profiling.bridge.compat.npu_bridge.npu_init import __all__  # noqa: F401

@@ -18,10 +18,10 @@ import argparse
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np  # noqa: E402
-import tensorflow.compat.v1 as tf  # noqa: E402
+import numpy as np
+import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.bridge.ranks.data_parallel import (  # noqa: E402
+from npu_tf_profiling.bridge.ranks.data_parallel import (
     NPUDistributedOptimizer,
     broadcast_global_variables,
     get_rank_id,

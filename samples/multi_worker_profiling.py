@@ -63,7 +63,7 @@ def _rank_from_tf_config() -> int:
 def _worker(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from npu_tf_profiling.npu_init import NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig, tf  # noqa: F401
+    from npu_tf_profiling.npu_init import NPUEstimator, NPUEstimatorSpec, NPURunConfig, ProfilingConfig, tf
 
     rank = _rank_from_tf_config()
     slow = rank == args.slow_rank

@@ -16,10 +16,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 
-from npu_tf_profiling.npu_init import *  # noqa: F401,F403  (was: from npu_bridge.npu_init import *)
+from npu_tf_profiling.npu_init import *
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from show_results import print_profiling_result  # noqa: E402
+from show_results import print_profiling_result
 
 
 def build_model():

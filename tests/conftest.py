@@ -10,10 +10,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import pytest  # noqa: E402
+import pytest
 
-import npu_tf_profiling  # noqa: E402,F401  (installs the Session integration)
-from npu_tf_profiling.config.notices import forget_shown  # noqa: E402
+import npu_tf_profiling  # noqa: F401  (installs the Session integration)
+from npu_tf_profiling.config.notices import forget_shown
 
 PROFILING_VARIABLES = (
     "PROFILING_MODE", "PROFILING_OPTIONS", "PROFILING_DYNAMIC_CONFIG", "DEVICE_ID", "RANK_ID", "RANK_SIZE", "TF_CONFIG",

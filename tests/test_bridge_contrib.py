@@ -309,7 +309,7 @@ def test_star_imports_bind_the_served_names() -> None:
     assert rnn["LSTMBlockCell"] is contrib.rnn.LSTMBlockCell
 
 
-def _contrib_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - the import hook's call
+def _contrib_import(name, globals=None, locals=None, fromlist=(), level=0):
     return serve_contrib(name, fromlist)
 
 

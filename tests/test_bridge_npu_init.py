@@ -196,5 +196,5 @@ def test_star_import_tf_is_the_v1_api() -> None:
     exec(textwrap.dedent("""\
         import tensorflow as tf
         from npu_tf_profiling.npu_init import *
-    """), namespace)  # noqa: S102
+    """), namespace)
     assert namespace["tf"] is tf.compat.v1 and namespace["RewriterConfig"] is rewriter_config_pb2.RewriterConfig

@@ -127,4 +127,4 @@ def test_npu_strategy_is_a_one_device_strategy_on_this_machine() -> None:
 def test_tf_adapter_has_dtype_constants_only() -> None:
     assert tf_adapter.DT_FLOAT == tf.float32 and tf_adapter.DT_INT64 == tf.int64
     with pytest.raises(AttributeError, match="npu_bridge.tf_adapter.PluginInit is part of Ascend's native adapter"):
-        tf_adapter.PluginInit  # noqa: B018
+        tf_adapter.PluginInit

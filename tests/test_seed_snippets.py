@@ -71,7 +71,7 @@ def _info(output) -> dict:
 @pytest.mark.parametrize("snippet", [ESTIMATOR_SNIPPET_1, ESTIMATOR_SNIPPET_2], ids=["task_trace", "training_trace"])
 def test_estimator_snippet(tmp_path, snippet) -> None:
     namespace: dict = {}
-    exec(snippet.replace(SEED_OUTPUT, str(tmp_path)), namespace)  # noqa: S102 - the seed's code, verbatim
+    exec(snippet.replace(SEED_OUTPUT, str(tmp_path)), namespace)
     from tests.helpers.models import input_fn, mlp_model_fn
 
     config = namespace["config"].replace(model_dir=str(tmp_path / "model"), log_step_count_steps=None)

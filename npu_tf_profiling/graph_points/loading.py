@@ -114,7 +114,7 @@ def _from_meta_graph(meta: Any, origin: str) -> LoadedGraph:
             var = variable_pb2.VariableDef()
             try:
                 var.ParseFromString(raw)
-            except Exception:  # a foreign proto in the collection: ignore it, not fatal
+            except Exception:  # noqa: BLE001 - a foreign proto in the collection: ignore it, not fatal
                 continue
             if var.variable_name:
                 global_steps.append(op_name_of(var.variable_name))
@@ -185,7 +185,7 @@ def _validated(graph_def: Any) -> Any:
 def _parse_binary(message: Any, data: bytes) -> None:
     try:
         message.ParseFromString(data)
-    except Exception as exc:  # DecodeError, RuntimeWarning-as-error, ...: all mean "not this"
+    except Exception as exc:  # noqa: BLE001 - DecodeError, RuntimeWarning-as-error, ...: all mean "not this"
         raise _NotThisFormat(str(exc) or type(exc).__name__) from None
 
 
@@ -194,7 +194,7 @@ def _parse_text(message: Any, data: bytes) -> None:
 
     try:
         text_format.Parse(data.decode("utf-8"), message)
-    except Exception as exc:  # ParseError, UnicodeDecodeError
+    except Exception as exc:  # noqa: BLE001 - ParseError, UnicodeDecodeError
         first_line = (str(exc) or type(exc).__name__).splitlines()[0]
         raise _NotThisFormat(first_line[:200]) from None
 

@@ -41,7 +41,7 @@ def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, mo
     """Write ``root/PROF_4242_20240102030405_SYNTHSTP/device_<id>/`` with ``plan``'s iterations; returns the PROF folder."""
     n = plan.iterations
     rng = np.random.default_rng(plan.seed)
-    scale = (lambda: 1.0 + plan.noise * rng.standard_normal(n)) if plan.noise else (lambda: np.ones(n))  # noqa: E731
+    scale = (lambda: 1.0 + plan.noise * rng.standard_normal(n)) if plan.noise else (lambda: np.ones(n))
     aug, fp_bp, refresh = plan.data_aug * scale(), plan.fp_bp * scale(), plan.refresh * scale()
     for index, extra in plan.spikes.items():
         fp_bp[index] += extra

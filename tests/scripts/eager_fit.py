@@ -5,8 +5,8 @@ Profiling comes from the environment; the script never imports npu_tf_profiling.
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
 tf.config.run_functions_eagerly(True)
 rng = np.random.default_rng(0)

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np  # noqa: E402
-import tensorflow.compat.v1 as tf  # noqa: E402
+import numpy as np
+import tensorflow.compat.v1 as tf
 
 steps, fault = int(sys.argv[1]), sys.argv[2]
 at_step = int(sys.argv[3]) if len(sys.argv) > 3 else 0

@@ -21,11 +21,11 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np  # noqa: E402
-import tensorflow.compat.v1 as tf  # noqa: E402
+import numpy as np
+import tensorflow.compat.v1 as tf
 
-from npu_tf_profiling.bridge.ranks import graph_collectives as hccl_ops  # noqa: E402
-from npu_tf_profiling.bridge.ranks.data_parallel import (  # noqa: E402
+from npu_tf_profiling.bridge.ranks import graph_collectives as hccl_ops
+from npu_tf_profiling.bridge.ranks.data_parallel import (
     NPUBroadcastGlobalVariablesHook,
     NPUDistributedOptimizer,
     broadcast_global_variables,

@@ -38,10 +38,10 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-import npu_tf_profiling  # noqa: E402
-from npu_tf_profiling.reports.task.xspace import host_trace  # noqa: E402
+import npu_tf_profiling
+from npu_tf_profiling.reports.task.xspace import host_trace
 
 output, warmup, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 kind = sys.argv[4] if len(sys.argv) > 4 else "mlp"

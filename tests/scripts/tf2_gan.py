@@ -27,8 +27,8 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
 style, steps = sys.argv[1], int(sys.argv[2])
 if "--forget-what-runs" in sys.argv:

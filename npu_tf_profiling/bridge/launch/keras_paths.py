@@ -92,7 +92,7 @@ def _keras_import(original: Callable[..., Any]) -> Callable[..., Any]:
     roots = library_roots()
     cache: dict[str, bool] = {}
 
-    def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:  # noqa: A002
+    def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
         wanted = name.startswith("keras.") or (name == "keras" and fromlist)
         if level == 0 and wanted and is_user_code(globals, roots, cache):
             _serve(name, fromlist)

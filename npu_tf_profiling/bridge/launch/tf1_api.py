@@ -86,7 +86,7 @@ def _tf1_import(original: Callable[..., Any], module: TF1Module) -> Callable[...
     roots = library_roots()
     cache: dict[str, bool] = {}
 
-    def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:  # noqa: A002
+    def __import__(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
         if level == 0 and name.split(".")[0] in _TOP_LEVEL and is_user_code(globals, roots, cache):
             name = tf1_name(name)
             if name == "tensorflow.contrib" or name.startswith("tensorflow.contrib."):

@@ -20,7 +20,7 @@ def npu_tf_optimizer(opt: tf.compat.v1.train.Optimizer) -> NPUDistributedOptimiz
     return NPUDistributedOptimizer(opt)
 
 
-def KerasDistributeOptimizer(optimizer: Any, name: str = "NpuKerasOptimizer", **kwargs: Any) -> Any:  # noqa: N802
+def KerasDistributeOptimizer(optimizer: Any, name: str = "NpuKerasOptimizer", **kwargs: Any) -> Any:
     """Upstream's Keras optimizer wrapper (a class there): here the same Keras optimizer, its gradients
     averaged over all ranks by `npu_distributed_optimizer_wrapper`; with one rank, `optimizer` untouched.
 

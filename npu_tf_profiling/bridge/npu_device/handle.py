@@ -59,7 +59,7 @@ _handles: dict[int, NpuDeviceHandle] = {}
 _global_npu_ctx: NpuDeviceHandle | None = None
 
 
-def open(device_id: int | None = None) -> NpuDeviceHandle:  # noqa: A001 - upstream's name
+def open(device_id: int | None = None) -> NpuDeviceHandle:
     """Upstream's `npu_device.open`: one handle per process; starts profiling as `global_options()` asks."""
     if device_id is None:
         device_id = _device_id_from_env()

@@ -19,12 +19,12 @@ _GROUP = "HCCL sub-groups are not created on CPU/GPU; only hccl_world_group (all
 
 
 @accepted_no_op("set_split_strategy_by_idx", _SPLIT)
-def set_split_strategy_by_idx(idxList: Sequence[int], group: str = WORLD_GROUP) -> None:  # noqa: N803 - upstream name
+def set_split_strategy_by_idx(idxList: Sequence[int], group: str = WORLD_GROUP) -> None:
     """Accepted; see the module docstring."""
 
 
 @accepted_no_op("set_split_strategy_by_size", _SPLIT)
-def set_split_strategy_by_size(dataSizeList: Sequence[int], group: str = WORLD_GROUP) -> None:  # noqa: N803 - upstream name
+def set_split_strategy_by_size(dataSizeList: Sequence[int], group: str = WORLD_GROUP) -> None:
     """Accepted; see the module docstring."""
 
 

@@ -152,7 +152,7 @@ def _start_server(setup: RankSetup, session_config: Any) -> Any:
             tf.train.ClusterSpec(setup.cluster()), job_name=setup.me.job, task_index=setup.me.task,
             config=server_config, start=True,
         )
-    except Exception as exc:  # noqa: BLE001 - most often the port is taken
+    except Exception as exc:
         raise RankFailureError(
             f"rank {setup.rank_id}: cannot start its TensorFlow server at {setup.me.address} ({setup.source}): {exc}"
         ) from exc

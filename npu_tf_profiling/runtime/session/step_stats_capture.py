@@ -45,7 +45,7 @@ class RawRunMetadata:
     def __bool__(self) -> bool:
         return True
 
-    def ParseFromString(self, data: bytes) -> int:  # noqa: N802 - the protobuf method name
+    def ParseFromString(self, data: bytes) -> int:
         self.data = bytes(data)
         if self.user_metadata is not None:
             self.user_metadata.ParseFromString(self.data)

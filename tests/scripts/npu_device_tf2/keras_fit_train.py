@@ -3,11 +3,11 @@
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-import npu_device  # noqa: E402
-import npu_convert_dropout  # noqa: E402,F401
-from common import dataset, model, npu_config, parse_args, report  # noqa: E402
+import npu_device
+import npu_convert_dropout  # noqa: F401
+from common import dataset, model, npu_config, parse_args, report
 
 args = parse_args()
 npu_config(args)

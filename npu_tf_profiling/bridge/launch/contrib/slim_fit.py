@@ -47,7 +47,7 @@ def fit_module(module: ModuleType | None) -> None:
 def _fit_batch_norm() -> None:
     layers = importlib.import_module("tf_slim.layers.layers")
     try:
-        layers.normalization_layers.BatchNormalization  # noqa: B018 - loads tf_keras where TensorFlow wants it
+        layers.normalization_layers.BatchNormalization
     except ImportError:
         import tensorflow as tf
 
