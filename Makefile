@@ -59,7 +59,7 @@ LATEST_RUNTIME_TESTS := tests/test_runtime_session.py tests/test_runtime_robustn
 	tests/test_tf2_wiring.py tests/test_tf2_gan.py tests/test_tf_private.py tests/test_session_init_wrappers.py
 check-latest:
 	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
-	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest pytest-timeout
+	.venv-latest/bin/python -m pip install -q --disable-pip-version-check -c constraints-latest.txt tensorflow-cpu pandas pytest pytest-timeout dask distributed
 	.venv-latest/bin/python -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
 	.venv-latest/bin/python -m pytest -q tests/test_latest_tf.py $(LATEST_RUNTIME_TESTS)
 
