@@ -153,17 +153,17 @@ def assert_xspace_read_as_tensorflow_reads_it(prof: Path) -> None:
             for node in message.dev_stats[0].node_stats:  # the epoch ns of a kernel's start, to a float's last bit
                 near = (group_of.get((node.node_name, node.all_start_nanos + d)) for d in (0, -1, 1, -2, 2))
                 call_groups[index].add(next((g for g in near if g is not None), None))
-        # TensorFlow's grouping leaves some kernels without a group (their events have no group_id):
+        # TensorFlow's grouping leaves some kernels without a group (their events have no group_id), in any call:
         # - a window's very first kernels (seen on the first call only, its reads in the first ~130 µs,
         #   once they no longer wait for the batch);
-        # - now and then, some or all kernels of the window's last call (TF 2.21 `loop`: all of them, 2 runs of 4 on
-        #   2026-12-03; TF 2.15 `fit`: some, once in a fresh-clone suite run; why TensorFlow leaves them out is not
-        #   known). Our split still puts that call's kernels in its own iteration (the task checks of the test).
-        # Any other call is grouped whole, and no group spans two calls.
+        # - now and then, some or all kernels of a call (TF 2.21 `loop`: all of the window's last call, 2 runs of 4 on
+        #   2026-12-03; TF 2.15 `fit`: some of the last call's, once in a fresh-clone suite run; TF 2.15 `loop`: some
+        #   of a middle call's, once in a fresh-clone suite run on 2026-12-05). Why TensorFlow leaves them out is not
+        #   known, and which kernels is not ours to hold; our split still puts each call's kernels in its own
+        #   iteration (the task checks of the test). What the groups can check is that the split agrees with
+        #   TensorFlow's steps where TensorFlow names them: no call holds two groups, and no group spans two calls.
         assert len(call_groups) == len(calls), call_groups
-        for index, groups in call_groups.items():
-            last = index == len(calls) - 1
-            assert index == 0 or last or None not in groups, call_groups
-            assert len(groups - {None}) == 1 or (last and groups == {None}), call_groups
+        for groups in call_groups.values():
+            assert len(groups - {None}) <= 1, call_groups
         grouped = [g for groups in call_groups.values() for g in groups - {None}]
         assert grouped and len(set(grouped)) == len(grouped), call_groups  # one group per call, none shared
