@@ -13,6 +13,7 @@ Regenerate (only when a format change is intended and documented):
 """
 from __future__ import annotations
 
+import argparse
 import shutil
 import sqlite3
 import tempfile
@@ -82,6 +83,8 @@ def report_outputs(root: Path, case: str) -> dict[str, bytes]:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description="Rewrite tests/data/golden_reports/ from today's writers (see the module "
+                            "docstring: only for an intended, documented format change).").parse_args()
     for case in CASES:
         with tempfile.TemporaryDirectory() as tmp:
             outputs = report_outputs(Path(tmp), case)

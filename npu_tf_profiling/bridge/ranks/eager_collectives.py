@@ -88,7 +88,8 @@ def join(setup: RankSetup) -> EagerRanks:
 
             peers = setup.require_peers()
             me = setup.me
-            config = copy.deepcopy(tf_private.eager_context().config)
+            context = tf_private.eager_context()
+            config = copy.deepcopy(context.config)
             config.experimental.collective_group_leader = peers[0].task_name
             del config.device_filters[:]
             config.device_filters.append(f"/job:{me.job}/task:{me.task}")
@@ -96,7 +97,7 @@ def join(setup: RankSetup) -> EagerRanks:
                 cluster=tf.train.ClusterSpec(setup.cluster()).as_cluster_def(), default_session_config=config,
                 job_name=me.job, task_index=me.task, protocol="grpc",
             )
-            tf_private.eager_context().enable_collective_ops(server_def)
+            context.enable_collective_ops(server_def)
             _joined = EagerRanks(setup, f"{me.task_name}/device:CPU:0")
         return _joined
 

@@ -3,8 +3,8 @@
 Upstream, importing `npu_bridge.npu_init` wraps `Session.__init__`; we do the
 same through the package's one `BaseSession.__init__` patch (`base_session`), so
 Session, InteractiveSession and the sessions MonitoredSession/Estimator create are
-all covered. A bad request raises here,
-before any step runs; a session that asks for nothing is left exactly as it was.
+all covered. A bad request raises here, before any step runs; a session that asks
+for nothing is left exactly as it was.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from npu_tf_profiling.config import resolve_profiling
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.runtime.session.base_session import SessionInit, wrap_session_init
+
 
 def install_session_attach() -> None:
     """Every session made from now on resolves its profiling request (TensorFlow is not imported here)."""

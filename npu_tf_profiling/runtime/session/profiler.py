@@ -16,7 +16,7 @@ before building the model), then records; it gives up on graphs that never get
 a training step, turns itself off with one warning after an internal failure,
 and drains what is left when the session closes. Errors raised by the user's own
 run propagate unchanged. An fp_point or bp_point the graph does not have is a
-note, and the automatic point is used instead (see `user_points`): profiling
+note, and the automatic point is used instead (see `chosen_points`): profiling
 never stops a job.
 
 Each graph gets its own Model ID, even when two graphs are identical, so rows of
@@ -39,13 +39,12 @@ from typing import Any, Callable, Hashable
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
-from npu_tf_profiling.runtime import other_runs
-from npu_tf_profiling.runtime import tf_private
+from npu_tf_profiling.runtime import other_runs, tf_private
+from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
 from npu_tf_profiling.runtime.probes import GraphProbes, build_probes, process_clock
 from npu_tf_profiling.runtime.profiling_run import ModelEntry, ProfilingRun
-from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 from npu_tf_profiling.runtime.session.recorder import Recorder, StepsSeen
 
 # Give up looking for a training step after this many graph versions (inference-only scripts).
