@@ -78,6 +78,8 @@ K_ITERATION_END = "iteration_end"
 PROBE_SCOPE = "npu_tf_profiling_probes"
 # info.json, per model: the user's fp/bp points that were asked for but not used (runtime writes, summary reads).
 K_TRACE_POINTS_FALLBACK = "trace_points_fallback"
+# A model's info.json entry: the iteration end against its calls' host returns (runtime/end_check.py); "note" when early.
+K_ITERATION_END_CHECK = "iteration_end_check"
 
 TASK_TRACE_FILE = "task_trace.bin"
 TASK_MAGIC = b"NTT1"

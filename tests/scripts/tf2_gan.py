@@ -23,11 +23,16 @@ Styles (one row per call of the step function expected):
 --forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
 run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
 so that the step's points never fire: the job must say so and still get rows.
+--slow-tail (two_tapes styles): the step ends with a 20 ms host side effect (a stateful numpy_function that
+sleeps, as a logging hook would) that nothing returned waits on.
+--end-early injects a fault: discovery no longer makes the iteration end wait on what the outputs do not
+(as before it did), so a step returning nothing ends at a sink running a few updates: the self-check must say so.
 """
 import hashlib
 import json
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
@@ -41,6 +46,10 @@ if "--forget-what-runs" in sys.argv:
 
     load_tf_graph = loading._from_tf_graph
     loading._from_tf_graph = lambda graph: dataclasses.replace(load_tf_graph(graph), runs=())
+if "--end-early" in sys.argv:
+    from npu_tf_profiling.graph_points import iteration_end
+
+    iteration_end._runs_not_waited_on = lambda *args: ()
 LATENT, BATCH = 4, 8
 tf.keras.utils.set_random_seed(11)
 images = np.random.default_rng(3).normal(size=(BATCH * 8, 8, 8, 1)).astype(np.float32)
@@ -168,6 +177,8 @@ elif style in ("two_tapes", "function_layers", "no_return"):
             g_loss = bce(tf.ones_like(fake_score), fake_score)
         g_opt.apply_gradients(zip(g_tape.gradient(g_loss, generator.trainable_variables), generator.trainable_variables))
         c_opt.apply_gradients(zip(c_tape.gradient(c_loss, critic.trainable_variables), critic.trainable_variables))
+        if "--slow-tail" in sys.argv:
+            tf.numpy_function(lambda: np.float32(time.sleep(0.02) or 0), [], tf.float32, stateful=True)
         return None if style == "no_return" else c_loss
 
     for _ in range(steps):
