@@ -38,7 +38,7 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.reports.step.between import load_other_runs, summarize_split
+from npu_tf_profiling.reports.step.between import OTHER, load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
@@ -115,6 +115,7 @@ class ModelSummary:
         lines.append(f"Input: {_pct(self.input_share)} of step time{measure} -> {self.verdict}")
         if self.between is not None:
             lines.append(_between_line(self.between))
+            lines.extend(filter(None, [_long_gaps_line(self.between)]))
         lines.extend(f"Note: {note}" for note in self.point_notes)
         return lines
 
@@ -161,14 +162,30 @@ def _between_line(split: dict[str, Any]) -> str:
         return ", ".join(f"{kind} {value['count']} run(s), {_us(value['time_us'])}"
                          for kind, value in sorted(items.items(), key=lambda item: -item[1]["time_us"]))
 
-    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}): "
+    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}; mean shares of step time): "
             f"input {_pct(split['input_share'])}{f' ({named({INPUT_READS: reads})})' if reads else ''}, "
             f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}")
     input_share = split["input_share"] or 0.0
+    typical = split.get("typical")
     if runs and split["other_share"] >= MODERATE_THRESHOLD and split["other_share"] > max(input_share, split["host_share"]):
-        top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
-        line += f" -> the time between iterations is mostly {top} runs, not input"
+        if typical in (None, OTHER):  # the mean and the median gap agree (an earlier summary's JSON has no typical)
+            top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
+            line += f" -> the time between iterations is mostly {top} runs, not input"
+        else:
+            line += (f" -> the mean's other runs are in a few long gaps (below); the median gap "
+                     f"({_us(split['median_gap_us'])}) is mostly {typical}")
     return line
+
+
+def _long_gaps_line(split: dict[str, Any]) -> Optional[str]:
+    """The gaps listed apart (``between.long_gaps``), or None when there are none."""
+    gaps = split.get("long_gaps") or {}
+    if not gaps.get("count"):
+        return None
+    shown = "; ".join(f"Iteration ID {g['iteration']}: {_us(g['duration_us'])} ({g['cause']})" for g in gaps["listed"])
+    more = f"; and {gaps['count'] - len(gaps['listed'])} more" if gaps["count"] > len(gaps["listed"]) else ""
+    return (f"Long gaps ({gaps['count']} over {gaps['factor']:g}x the median Data Aug Bound, "
+            f"{_us(split['median_gap_us'])}): {shown}{more}")
 
 
 def _us(value: Optional[float]) -> str:

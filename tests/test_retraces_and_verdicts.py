@@ -1,0 +1,56 @@
+"""Issue 46: a verdict one long gap cannot decide, retraces named, and diff ranking phases by their part in the change.
+
+The verdict and the diff's ranking are checked on synthetic raw files (exact numbers); the retraces end to end
+on one TensorFlow 2 loop (`scripts/tf2_loop_retrace.py`, one training shared by the module): a partial last
+batch retraces its step, and one long validation call sits among short gaps.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.other_runs import encode_other_run
+from npu_tf_profiling.reports.step.summary import summarize_prof_dir
+from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
+
+PERIOD = 100.0 + 700.0 + 200.0  # StepPlan's data_aug + fp_bp + refresh, µs
+
+
+def _with_other_runs(prof: Path, runs: list[tuple[float, float, str]]) -> None:
+    device = layout.device_dir(prof, 0)
+    (device / layout.INFO_FILE).write_text(json.dumps({"device_id": 0, layout.K_OTHER_RUNS_RECORDED: True}))
+    with open(device / layout.DATA_DIR / layout.OTHER_RUNS_FILE, "wb") as out:
+        for start, end, kind in runs:
+            out.write(encode_other_run(start, end, kind, None))
+
+
+def test_one_long_validation_does_not_decide_the_sentence(tmp_path: Path) -> None:
+    """29 gaps of 100 µs hold input and host time only; one of 20,100 µs holds a 20 ms function call. Its mean
+    share is the largest, but the median gap is host: the sentence says so, and the long gap is listed apart."""
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=30, gap_spikes={15: 20_000.0}))
+    start = T0_US + 15 * PERIOD  # iteration 16's Data Aug Bound starts at iteration 15's end
+    _with_other_runs(prof, [(start + 20, start + 20_020, "function calls")])
+    model = summarize_prof_dir(prof).models[0]
+    between = model.between
+    assert between["other_share"] == pytest.approx(20_000 / (29 * PERIOD + 20_000))
+    assert between["other_share"] > max(between["input_share"], between["host_share"])  # the mean says "other runs"
+    assert between["typical"] == "host" and between["median_gap_us"] == pytest.approx(100.0)
+    assert between["long_gaps"]["count"] == 1
+    assert between["long_gaps"]["listed"] == [{"iteration": 16, "duration_us": pytest.approx(20_100.0),
+                                               "cause": "function calls 1 run(s), 20,000 us"}]
+    text = "\n".join(model.render_lines())
+    assert "mostly function calls runs" not in text
+    assert "mean shares of step time" in text
+    assert "the median gap (100.0 us) is mostly host" in text
+    assert "Long gaps (1 over 5x the median Data Aug Bound, 100.0 us): Iteration ID 16: 20100.0 us" in text
+
+
+def test_when_most_gaps_hold_the_other_runs_the_sentence_stands(tmp_path: Path) -> None:
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=10))
+    _with_other_runs(prof, [(T0_US + k * PERIOD + 5, T0_US + k * PERIOD + 55, "evaluation") for k in range(1, 10)])
+    model = summarize_prof_dir(prof).models[0]
+    assert model.between["typical"] == "other runs" and model.between["long_gaps"]["count"] == 0
+    assert "the time between iterations is mostly evaluation runs, not input" in "\n".join(model.render_lines())
