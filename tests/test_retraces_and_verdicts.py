@@ -54,3 +54,24 @@ def test_when_most_gaps_hold_the_other_runs_the_sentence_stands(tmp_path: Path) 
     model = summarize_prof_dir(prof).models[0]
     assert model.between["typical"] == "other runs" and model.between["long_gaps"]["count"] == 0
     assert "the time between iterations is mostly evaluation runs, not input" in "\n".join(model.render_lines())
+
+
+def test_diff_marks_a_phase_with_a_small_part_of_the_change_secondary(tmp_path: Path, capsys) -> None:
+    """+3,000 µs of input per iteration and +150 µs of FP to BP (+50% of a 300 µs phase, 5% of the change):
+    Data Aug Bound is the cause, FP to BP secondary; the exit code is still the regression's."""
+    from npu_tf_profiling.cli import main
+
+    plan = dict(iterations=60, data_aug=500.0, get_next=100.0, fp_bp=300.0, reduce_offset=100.0, reduce=50.0, refresh=50.0,
+                noise=0.02)
+    a = write_step_prof_dir(tmp_path / "a", StepPlan(**plan, seed=1))
+    b = write_step_prof_dir(tmp_path / "b", StepPlan(**{**plan, "data_aug": 3_500.0, "fp_bp": 450.0}, seed=2))
+    assert main(["diff", str(a), str(b), "--json"]) == 4
+    report = json.loads(capsys.readouterr().out)
+    phases = {p["phase"]: p for p in report["models"][0]["phases"]}
+    assert ", from Data Aug Bound (+" in report["verdict"]
+    assert phases["FP to BP"]["moved"] == 1 and phases["FP to BP"]["secondary"]  # past the threshold, not a cause
+    assert phases["FP to BP"]["part_of_change"] == pytest.approx(150 / 3_150, abs=0.02)
+    assert not phases["Data Aug Bound"]["secondary"] and phases["Data Aug Bound"]["part_of_change"] > 0.9
+    assert main(["diff", str(a), str(b)]) == 4
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("FP to BP"))
+    assert row.endswith("secondary") and "regressed" not in row
