@@ -75,3 +75,69 @@ def test_diff_marks_a_phase_with_a_small_part_of_the_change_secondary(tmp_path: 
     assert main(["diff", str(a), str(b)]) == 4
     row = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("FP to BP"))
     assert row.endswith("secondary") and "regressed" not in row
+
+
+@pytest.fixture(scope="module")
+def retraced_loop(tmp_path_factory) -> tuple[Path, dict]:
+    """One profiled run of scripts/tf2_loop_retrace.py (3 epochs of 7 steps), shared by the tests below."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers.trace_files import only_prof_dir
+
+    root = tmp_path_factory.mktemp("retrace")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true",
+                   PROFILING_OPTIONS=json.dumps({"output": str(root / "prof"), "training_trace": "on"}))
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / "scripts" / "tf2_loop_retrace.py"), "3"], cwd=root,
+                          env=environ, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return only_prof_dir(root / "prof"), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_partial_last_batch_retrace_is_named_and_left_out(retraced_loop) -> None:
+    prof, run = retraced_loop
+    lines = [json.loads(line) for line in (layout.device_dir(prof, 0) / layout.DATA_DIR / layout.OTHER_RUNS_FILE).read_text().splitlines()]
+    retraces = [line for line in lines if line["kind"] == "retrace"]
+    # Only the first partial batch traces: the two later ones reuse its trace, and the first call's two traces
+    # (variables created, then the function) are one call.
+    assert [(r["name"], r["model_id"], r["signature"]) for r in retraces] == [("train_step", 1, "x: float32[4,8], y: float32[4,1]")]
+    model = summarize_prof_dir(prof).models[0]
+    retraced = run["retrace_after"] + 1
+    assert model.iterations == run["steps"] == 21
+    assert [r["iteration"] for r in model.retraces] == [retraced]
+    assert model.basis_iterations == run["steps"] - 2  # neither the first iteration nor the retraced one is steady
+    words = model.retraces[0]["retrace"]
+    assert words.startswith("retrace of train_step (x: float32[4,8], y: float32[4,1]): ")
+    seconds = float(words.rsplit(": ", 1)[1].removesuffix(" s"))
+    from npu_tf_profiling.reports.prof_dir import load_prof_dir
+
+    table = load_prof_dir(prof).table.frame
+    gap_us = float(table.loc[table["Iteration ID"] == retraced, "Data Aug Bound(us)"].iloc[0])
+    assert 0 < seconds * 1e6 <= gap_us + 1000  # the retrace's part of the call lies in that iteration's gap (ms rounding)
+    assert f"Iteration ID {retraced}: retrace of train_step" in "\n".join(model.render_lines())
+
+
+def test_view_and_diff_name_the_retrace(retraced_loop, tmp_path: Path, capsys) -> None:
+    from npu_tf_profiling.cli import main
+
+    prof, run = retraced_loop
+    named = f"Iteration ID {run['retrace_after'] + 1}: retrace of train_step (x: float32[4,8], y: float32[4,1])"
+    assert main(["diff", str(prof), str(prof)]) == 0
+    assert f"left out in the candidate like warm-up: {named}" in capsys.readouterr().out
+    pytest.importorskip("plotly")
+    out = tmp_path / "page.html"
+    assert main(["view", str(prof), "-o", str(out)]) == 0
+    assert named in out.read_text()
+
+
+def test_one_long_validation_in_a_loop_is_listed_apart(retraced_loop) -> None:
+    """Epoch 2's third step is followed by one validation call (its trace and an 80 ms sleep); the other 18
+    steady gaps hold none. The machine's load may make other gaps long too; the validation's is listed."""
+    prof, run = retraced_loop
+    between = summarize_prof_dir(prof).models[0].between
+    assert {kind: value["count"] for kind, value in between["other_runs"].items()} == {"function calls": 1}
+    assert between["typical"] != "other runs"
+    listed = {g["iteration"]: g["cause"] for g in between["long_gaps"]["listed"]}
+    assert listed.get(11, "").startswith("function calls 1 run(s)"), between["long_gaps"]

@@ -183,6 +183,9 @@ def _shape_notes(base: ModelSide, cand: ModelSide, ranks: list[int]) -> list[str
         left_out = sum(model.ranks[r].task_traced_left_out for r in ranks)
         if left_out:
             notes.append(f"{left_out} task-traced iteration(s) left out in the {side} (they time the profiler)")
+        retraced = [f"rank {r} " * (len(ranks) > 1) + words for r in ranks for words in model.ranks[r].retraced]
+        if retraced:
+            notes.append(f"left out in the {side} like warm-up: " + "; ".join(retraced))
         if any(model.ranks[r].basis != "steady" for r in ranks):
             notes.append(f"the {side} has no steady iteration on some rank: its first iterations are used")
     return notes

@@ -10,7 +10,7 @@ from npu_tf_profiling.reports.diff.stats import MIN_ITERATIONS, PhaseChange
 
 METHOD = ("change and 95% CI: Hodges-Lehmann shift (median of all candidate - baseline differences: the change in "
           "median when the times moved as a whole; unlike the difference of the medians, it sees a change of shape) with its "
-          "Mann-Whitney interval, over steady iterations (warm-up and task-traced ones left out, as in `summary`); on a cluster, "
+          "Mann-Whitney interval, over steady iterations (warm-up, retraced and task-traced ones left out, as in `summary`); on a cluster, "
           "each step's mean over the ranks both runs have")
 HEADER = ("phase", "base median", "base p90", "cand median", "cand p90", "Δ median", "change µs", "change %", "95% CI %",
           "part of Δ", "")

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns, read_other_runs
+from npu_tf_profiling.raw_format.other_runs import INPUT_READS, RETRACE, OtherRuns, read_other_runs
 from npu_tf_profiling.reports.step import table as st
 
 INPUT = "input"
@@ -46,10 +46,15 @@ MAX_LONG_GAPS = 5  # listed by duration; the rest are counted
 
 
 def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRuns]:
-    """The device folder's other runs; None when its runtime did not record them."""
+    """The device folder's other runs; None when its runtime did not record them.
+
+    A retrace's line spans the whole call of the step, which returns after its iteration's end: it is no run
+    between iterations, and its iteration is named and left out apart (``retraces``), so it is not split here."""
     if not info.get(layout.K_OTHER_RUNS_RECORDED):
         return None
-    return read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
+    runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
+    keep = np.array([kind != RETRACE for kind in runs.kinds], dtype=bool)
+    return OtherRuns(runs.starts[keep], runs.ends[keep], [k for k in runs.kinds if k != RETRACE], runs.skipped, runs.retraces)
 
 
 def _f(series: pd.Series) -> np.ndarray:

@@ -18,7 +18,8 @@ alone, and that kind of iterator or call gives no host reads):
 `OwnedIterator._next_internal` (``next()`` and ``get_next()`` of
 ``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
 dataset; its replicas' reads nest inside its span) and `Function.__call__`
-(which also tells `profiler_capture` when a step's call starts and ends, and `call_ends` when it returned).
+(which also tells `profiler_capture` when a step's call starts and ends, `call_ends` when it returned,
+and `retraces` which call a trace is made in).
 Only eager reads count: the same methods run while a function is traced, and
 that is a graph's read, timed in the graph.
 """
@@ -157,6 +158,7 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
 def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool],
                    current_source: Callable[[], Any]) -> Callable[..., Any]:
     from npu_tf_profiling.runtime import other_runs
+    from npu_tf_profiling.runtime.functions import retraces
     from npu_tf_profiling.runtime.functions.call_ends import call_ended
     from npu_tf_profiling.runtime.functions.profiler_capture import CAPTURE
 
@@ -168,12 +170,14 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool],
         if _reads or _watched:
             _claim(self)
         token = CAPTURE.before(self)  # task_trace's window (profiler_capture)
+        outer = retraces.call_started()  # which call a trace happens in (retraces)
         try:
             if id(self) in steps:
                 result = original(self, *args, **kwargs)
             else:  # not a step: timed as what else ran between steps (runtime.other_runs)
                 result = other_runs.function_call(self, lambda: original(self, *args, **kwargs), current_source)
         finally:
+            retraces.call_finished(outer)
             CAPTURE.after(token)
         call_ended(self)  # a probed step's calls are counted (call_ends)
         return result
