@@ -8,7 +8,7 @@ span here, and the reports split the gap by what overlaps it (``reports.step.bet
 A run is one line written with one os.write (a few per second at most, and
 only for runs that are not iterations); a torn last line is skipped and counted.
 A call of a training step that traced a new concrete function is a line of kind
-"retrace" spanning that call, with its model and new input signature
+"retrace" from the call's start to the end of its trace, with its model and new input signature
 (``K_MODEL_ID``, ``K_SIGNATURE``): the reports take that iteration as warm-up.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ VARIABLE_READS = "variable reads"  # a run that only reads variables (a hook rea
 VALIDATION = "validation"  # Keras' test_function (fit's validation pass)
 PREDICTION = "prediction"  # Keras' predict_function
 FUNCTION_CALLS = "function calls"  # any other tf.function called between steps
-RETRACE = "retrace"  # a training step's call that traced a new concrete function (its whole call)
+RETRACE = "retrace"  # a training step's call that traced a new concrete function (the call's start to the trace's end)
 KINDS = (INPUT_READS, EVALUATION, SUMMARIES, CHECKPOINT, INITIALIZATION, VARIABLE_READS, VALIDATION, PREDICTION, FUNCTION_CALLS,
          RETRACE)
 
@@ -45,7 +45,7 @@ def encode_other_run(start_us: float, end_us: float, kind: str, name: Optional[s
 
 @dataclass(frozen=True)
 class Retrace:
-    """A retrace line: the call's span (µs), the function, its Model ID (None when not written) and new signature."""
+    """A retrace line: the call's start and the trace's end (µs), the function, its Model ID (None when not written) and new signature."""
 
     start_us: float
     end_us: float

@@ -48,8 +48,8 @@ MAX_LONG_GAPS = 5  # listed by duration; the rest are counted
 def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRuns]:
     """The device folder's other runs; None when its runtime did not record them.
 
-    A retrace's line spans the whole call of the step, which returns after its iteration's end: it is no run
-    between iterations, and its iteration is named and left out apart (``retraces``), so it is not split here."""
+    A retrace's line is the step's own call, not a run between iterations: its iteration is named and left out
+    of the statistics apart (``retraces``), so it is not split here."""
     if not info.get(layout.K_OTHER_RUNS_RECORDED):
         return None
     runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)

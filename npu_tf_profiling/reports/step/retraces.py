@@ -1,12 +1,12 @@
 """Which iterations ran a call that retraced its step: named, and left out of the statistics like warm-up.
 
 The runtime writes each call of a training step that traced a new concrete
-function to other_runs.jsonl, spanning the call (``raw_format.other_runs``,
-kind "retrace"). The iteration it ran is its model's first row that ends after
-the call started: the rows before it ended before the call (a step's calls run
-one after another). Its cost is what of the call lies before that row's FP
-Start (tracing, the new function's set-up): the part of its Data Aug Bound the
-retrace took; without an FP Start, the whole call.
+function to other_runs.jsonl, from the call's start to the trace's end
+(``raw_format.other_runs``, kind "retrace"). The iteration it ran is its
+model's first row that ends after the call started: the rows before it ended
+before the call (a step's calls run one after another). Its cost is the call's
+time before that row's FP Start (tracing, then the new function's set-up): the
+part of its Data Aug Bound the retrace took; without an FP Start, the trace.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def mark_retraces(frame: pd.DataFrame, runs: OtherRuns, info: dict[str, Any], ou
 
 def describe(retrace: Retrace, fp_start_us: float) -> str:
     """``retrace of train_step (x: float32[4,8]): 0.213 s``: the call's time before the step ran."""
-    until = min(retrace.end_us, fp_start_us) if np.isfinite(fp_start_us) else retrace.end_us
+    until = fp_start_us if np.isfinite(fp_start_us) and fp_start_us >= retrace.end_us else retrace.end_us
     return f"retrace of {retrace.function} ({retrace.signature}): {max(until - retrace.start_us, 0.0) / 1e6:.3f} s"
 
 

@@ -19,7 +19,7 @@ alone, and that kind of iterator or call gives no host reads):
 ``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
 dataset; its replicas' reads nest inside its span) and `Function.__call__`
 (which also tells `profiler_capture` when a step's call starts and ends, `call_ends` when it returned,
-and `retraces` which call a trace is made in).
+and `retraces`, in its frame's `started`, when the call that traces a step began).
 Only eager reads count: the same methods run while a function is traced, and
 that is a graph's read, timed in the graph.
 """
@@ -158,7 +158,6 @@ def _timed_read(original: Callable[..., Any], eager: Callable[[], bool]) -> Call
 def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool],
                    current_source: Callable[[], Any]) -> Callable[..., Any]:
     from npu_tf_profiling.runtime import other_runs
-    from npu_tf_profiling.runtime.functions import retraces
     from npu_tf_profiling.runtime.functions.call_ends import call_ended
     from npu_tf_profiling.runtime.functions.profiler_capture import CAPTURE
 
@@ -167,17 +166,16 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool],
     def claiming_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not eager():  # a call while a function is traced is a graph's
             return original(self, *args, **kwargs)
+        started = time.time()  # noqa: F841 - read from this frame by `retraces` when the call traces its step
         if _reads or _watched:
             _claim(self)
         token = CAPTURE.before(self)  # task_trace's window (profiler_capture)
-        outer = retraces.call_started()  # which call a trace happens in (retraces)
         try:
             if id(self) in steps:
                 result = original(self, *args, **kwargs)
             else:  # not a step: timed as what else ran between steps (runtime.other_runs)
                 result = other_runs.function_call(self, lambda: original(self, *args, **kwargs), current_source)
         finally:
-            retraces.call_finished(outer)
             CAPTURE.after(token)
         call_ended(self)  # a probed step's calls are counted (call_ends)
         return result
