@@ -124,7 +124,8 @@ class ProfilingRun:
                   layout.K_CALLS: [_task_header(model, run, None, start, end) for model, run, start, end in calls]}
         self._xspaces.append(frame_task_record(header, xspace, layout.XSPACE_MAGIC))
 
-    def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None) -> None:
+    def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None,
+                         details: dict | None = None) -> None:
         """A session run or tf.function call that was not a training step (`raw_format.other_runs`);
         info.json keeps each kind's count and time (written with the next info update, and at close).
 
@@ -134,7 +135,7 @@ class ProfilingRun:
         with self._lock:
             if not self._pending_others:
                 self._others_due = time.monotonic() + OTHER_RUNS_FLUSH_S
-            self._pending_others.append((start_us, end_us, kind, name))
+            self._pending_others.append((start_us, end_us, kind, name, details))
             totals = self._other_totals.setdefault(kind, {"count": 0, "time_us": 0.0})
             totals["count"] += 1
             totals["time_us"] = round(totals["time_us"] + (end_us - start_us), 1)
