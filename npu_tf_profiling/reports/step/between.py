@@ -29,11 +29,6 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns, read_other_runs
 from npu_tf_profiling.reports.step import table as st
 
-INPUT = "input"
-OTHER = "other runs"
-HOST = "host"
-
-
 def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRuns]:
     """The device folder's other runs; None when its runtime did not record them."""
     if not info.get(layout.K_OTHER_RUNS_RECORDED):
