@@ -9,9 +9,7 @@ from __future__ import annotations
 import atexit
 import os
 import platform
-import secrets
 import socket
-import string
 import sys
 import threading
 import time
@@ -30,8 +28,8 @@ from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.raw_format.atomic import atomic_write_json
+from npu_tf_profiling.raw_format.prof_name import ProfName
 
-_RANDOM_ALPHABET = string.ascii_uppercase + string.digits
 OTHER_RUNS_BATCH = 256
 OTHER_RUNS_FLUSH_S = 0.5
 
@@ -276,9 +274,7 @@ def _device_kind() -> str:
 
 def new_prof_dir(output_dir: Path) -> tuple[Path, int]:
     now = time.time()
-    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now))
-    suffix = "".join(secrets.choice(_RANDOM_ALPHABET) for _ in range(8))
-    return output_dir / f"{layout.PROF_DIR_PREFIX}{os.getpid()}_{stamp}_{suffix}", int(now * 1e6)
+    return output_dir / str(ProfName.new(os.getpid(), now)), int(now * 1e6)
 
 
 _RUNS: dict[Path, ProfilingRun] = {}

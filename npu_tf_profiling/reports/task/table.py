@@ -281,7 +281,7 @@ def build_task_table(
     iterations = records[
         ["record", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, "iteration_id", layout.K_RUN_START, layout.K_RUN_END,
          "iteration_end_us", "iteration_time_us", "n_tasks"]
-    ].rename(columns={layout.K_RUN_START: "run_start_us", layout.K_RUN_END: "run_end_us"})
+    ]
     return TaskTable(
         device_id=device_id, frame=frame, iterations=iterations, names=list(names), op_types=op_types,
         tracks=tracks, skipped=skipped, unmatched_records=unmatched, skipped_records=len(trace.skipped),
@@ -336,9 +336,7 @@ def _iteration_times(records: pd.DataFrame, iteration_times: Optional[pd.DataFra
     if iteration_times is None or iteration_times.empty:
         return fallback
     table = iteration_times.drop_duplicates(["model_id", "iteration_id"], keep="last")
-    joined = records[[layout.K_MODEL_ID, "iteration_id"]].rename(columns={layout.K_MODEL_ID: "model_id"}).merge(
-        table, how="left", on=["model_id", "iteration_id"]
-    )
+    joined = records[[layout.K_MODEL_ID, "iteration_id"]].merge(table, how="left", on=[layout.K_MODEL_ID, "iteration_id"])
     values = joined["iteration_time_us"].to_numpy(dtype="float64", na_value=np.nan)
     return np.where(np.isnan(values), fallback, values)
 
