@@ -26,6 +26,7 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.runtime.host_stacks import start_host_recorder
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
@@ -75,6 +76,7 @@ class ProfilingRun:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
+        self._host = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
 
     # ----- collection ---------------------------------------------------------------------
     @property
@@ -219,6 +221,8 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
+        if self._host is not None:
+            self._host.stop()
         for writer in self._writers:
             writer.close()
         if self._other_totals:
