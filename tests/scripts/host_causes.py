@@ -1,7 +1,7 @@
 # coding=utf-8
 # A feed_dict sess.run loop with two planted host causes between its steps, as user scripts have them:
-# a numpy helper called after every step (its busy line is marked "planted numpy line"), and
-# cyclic garbage that the script collects with gc.collect(1) (one forced collection per step).
+# a numpy helper called after every step (its busy line is marked "planted numpy line"), and a ring of
+# objects (cyclic garbage) made every step, which the script collects with gc.collect() every --gc_every steps.
 from npu_bridge.npu_init import *
 import argparse
 import gc
@@ -11,14 +11,15 @@ import tensorflow as tf
 
 
 class Node(object):
-    def __init__(self):
-        self.partner = None
+    def __init__(self, previous):
+        self.previous = previous
 
 
-def make_cycles(count):
+def make_ring(count):
+    first = node = Node(None)
     for _ in range(count):
-        a, b = Node(), Node()
-        a.partner, b.partner = b, a
+        node = Node(node)
+    first.previous = node
 
 
 def numpy_helper(matrix):
@@ -30,12 +31,12 @@ def numpy_helper(matrix):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--cycles", type=int, default=20000)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--gc_every", type=int, default=4)
     args = parser.parse_args()
     rng = np.random.RandomState(0)
     train_x, train_y = rng.rand(64, 16).astype(np.float32), rng.randint(0, 4, 64)
-    matrix = rng.rand(160, 160)
+    matrix = rng.rand(300, 300)
     x = tf.placeholder(tf.float32, [None, 16])
     y = tf.placeholder(tf.int64, [None])
     hidden = tf.layers.dense(x, 64, activation=tf.nn.relu, name="dense0")
@@ -48,8 +49,9 @@ def main():
         for step in range(1, args.steps + 1):
             _, step_loss = sess.run([train_op, loss], feed_dict={x: train_x, y: train_y})
             numpy_helper(matrix)
-            make_cycles(args.cycles)
-            gc.collect(1)  # the young generations, where the cycles are
+            make_ring(20000)
+            if step % args.gc_every == 0:
+                gc.collect()
         print("global_step: %d loss %.6f" % (sess.run(global_step), step_loss))
 
 

@@ -109,8 +109,9 @@ def _stack_events(device_id: int, stacks: Any, phase: np.ndarray) -> list[chrome
         if k < len(times) and lines[k] == lines[start] and phase[k] == phase[start] and times[k] - times[k - 1] <= GAP_SAMPLES * period:
             continue
         file, line, function = lines[start]
+        stop = times[k - 1] + period if k == len(times) else min(times[k - 1] + period, times[k])  # never over the next span
         events.append({"name": f"{Path(file).name}:{line} {function}", "ph": "X", "pid": device_id, "tid": _HOST_TID,
-                       "ts": round(float(times[start]), 1), "dur": round(float(times[k - 1] - times[start] + period), 1),
+                       "ts": round(float(times[start]), 1), "dur": round(round(float(stop), 1) - round(float(times[start]), 1), 1),
                        "cat": "with_stack", "args": {"phase": str(phase[start]), "samples": k - start,
                                                      "stack": [_frame_text(f) for f in stacks.frames[int(stacks.stack_ids[start])]]}})
         start = k
