@@ -56,6 +56,8 @@ class HostRecorder:
         self._times: list[float] = []
         self._stack_ids: list[int] = []
         self._new_stacks: list[bytes] = []
+        self._last_quick: tuple = ()
+        self._last_id = -1
         self._libraries = _library_prefixes()
         self._stop = threading.Event()
         self._target = threading.main_thread().ident
@@ -82,7 +84,8 @@ class HostRecorder:
     def _run(self) -> None:
         next_flush = time.monotonic() + FLUSH_S
         try:
-            while not self._stop.wait(self.interval_s):
+            while not self._stop.is_set():
+                time.sleep(self.interval_s)  # C-level sleep: Event.wait's Python condition costs more than a sample
                 if self.with_stack:
                     self._sample()
                 if time.monotonic() >= next_flush:
@@ -98,6 +101,14 @@ class HostRecorder:
         if frame is None:
             return
         now = time.time()
+        back = frame.f_back
+        # A training thread mostly waits inside one sess.run / function call: the same frame, so the same stack.
+        # Compared by id (holding the frame would keep its locals alive), with its parent's to rule out reuse.
+        quick = (id(frame), frame.f_code, frame.f_lineno, id(back), back.f_lineno if back is not None else 0)
+        if quick == self._last_quick:
+            self._times.append(now * 1e6)
+            self._stack_ids.append(self._stack_ids[-1] if self._stack_ids else self._last_id)
+            return
         key = []
         f: Optional[FrameType] = frame
         while f is not None and len(key) < MAX_DEPTH:
@@ -110,6 +121,7 @@ class HostRecorder:
             self._new_stacks.append(self._describe(stack_id, stack_key))
         self._times.append(now * 1e6)
         self._stack_ids.append(stack_id)
+        self._last_quick, self._last_id = quick, stack_id
 
     def _describe(self, stack_id: int, stack_key: tuple) -> bytes:
         frames: list[Frame] = [(code.co_filename, int(line or 0), code.co_name) for code, line in reversed(stack_key)]
