@@ -1,4 +1,5 @@
-"""with_stack and gc_detect_threshold: the planted host causes of a user-style script are found and named.
+"""with_stack and gc_detect_threshold: the planted host causes of a user-style script are found and named;
+and a GCN-style feed_dict script's host time is not called input.
 
 One profiled TF1 run (a feed_dict loop with a numpy helper after every step and a ring of cyclic garbage
 that the script collects every 4 steps) is shared by the end-to-end tests; the attribution itself is
@@ -18,6 +19,7 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from npu_tf_profiling.cli import main
@@ -30,10 +32,12 @@ from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.step import host_time
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.runtime.host_stacks import start_host_recorder
+from npu_tf_profiling.runtime.session.fed_arrays import OBSERVED, FeedWatch
 from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
 from tests.helpers.trace_files import only_prof_dir
 
 SCRIPT = Path(__file__).parent / "scripts" / "host_causes.py"
+GCN = Path(__file__).parent / "scripts" / "gcn_feed_dict.py"
 CONSOLE_SCRIPT = str(Path(sys.executable).parent / "npu-tf-prof")
 PLANTED_LINE = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if line.endswith("# planted numpy line"))
 STEPS, GC_EVERY = 12, 4
@@ -162,3 +166,32 @@ def test_off_by_default_nothing_starts(tmp_path: Path) -> None:
     gc.collect()
     recorder.stop()
     assert (layout.gc_pauses_path(tmp_path, 0)).read_bytes().count(b'"generation": 2') >= 1
+
+
+def test_feeds_that_are_the_same_each_iteration_are_told_apart_from_batches() -> None:
+    features = (np.zeros((3, 2), np.int64), np.ones(3, np.float32), np.array([4, 4]))
+    same, batches = FeedWatch(), FeedWatch()
+    for step in range(OBSERVED):
+        found = same.observe({"features": features, "labels": features[1], "nonzero": features[1].shape, "dropout": 0.5})
+        fresh = batches.observe({"x": np.full(4, step, np.float32), "dropout": 0.5})  # next_batch: a new array each step
+    assert found == {"values": 4, "same_each_iteration": True, "iterations_seen": OBSERVED}
+    assert fresh["same_each_iteration"] is False
+
+
+def test_gcn_host_time_is_not_called_input(tmp_path: Path) -> None:
+    """ModelZoo GCN's shape: feed_dict of the whole graph's arrays (the same each epoch), two evaluation runs an epoch.
+    The verdict said "at most highly input-bound"; it has no input pipeline: the summary says so, and names the
+    evaluation runs and the lines of the host's time."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps(
+        {"output": str(tmp_path / "prof"), "training_trace": "on", "with_stack": True}))
+    done = subprocess.run([CONSOLE_SCRIPT, "run", "--tf1", str(GCN), "--epochs", "10"], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    model = summarize_prof_dir(only_prof_dir(tmp_path / "prof")).models[0]
+    text = "\n".join(model.render_lines())
+    assert model.verdict == "not input-bound" and model.input_share == 0.0, text
+    assert "no input pipeline: every iteration feeds the same 6 value(s)" in text
+    assert model.between["other_runs"]["evaluation"]["count"] == 18  # 2 an epoch, between the 10 epochs' steps
+    assert "the time between iterations is mostly evaluation runs, not input" in text
+    assert model.host_stacks["samples"] > 0 and "gcn_feed_dict.py" in json.dumps(model.host_stacks)

@@ -106,6 +106,12 @@ class ProfilingRun:
                         warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
 
+    def note_model(self, entry: ModelEntry, key: str, value: Any) -> None:
+        """A fact about a model found while it trains: info.json's ``models[id][key]``."""
+        with self._lock:
+            entry.trace_points[key] = value
+            self._write_info()
+
     def record_trace_frame(self, frame: bytes) -> None:
         """A batch of training_trace records, already encoded (`raw_format.training_frame`)."""
         self._trace.append(frame)

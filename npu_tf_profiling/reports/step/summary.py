@@ -284,14 +284,18 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
         runs = load_other_runs(dirs[m.device_id], info) if m.device_id in dirs else None
         if runs is not None and frame is not None:
             rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
-            _apply_split(m, summarize_split(basis_rows(rows)[1], runs))
+            model_info = (info.get("models") or {}).get(str(m.model_id), {})
+            _apply_split(m, summarize_split(basis_rows(rows)[1], runs), model_info.get("feeds"))
         if m.device_id in dirs and frame is not None:
             _apply_host_time(m, dirs[m.device_id], info, frame, runs)
     return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
 
 
-def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
-    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring)."""
+def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Optional[dict[str, Any]] = None) -> None:
+    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring).
+
+    `feeds` (info.json, ``runtime.session.fed_arrays``): a script that feeds the same values every
+    iteration reads no input between them, so its host time is not input and the verdict says so."""
     if split is None:
         return
     m.between = split
@@ -300,6 +304,11 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
     if split["input_share"] is not None:
         m.input_share, m.input_measure = split["input_share"], "the session runs that fetch the input batch"
         m.verdict = input_bound_verdict(m.input_share)
+    elif isinstance(feeds, dict) and feeds.get("same_each_iteration"):
+        m.input_share = 0.0
+        m.input_measure = (f"no input pipeline: every iteration feeds the same {feeds.get('values')} value(s), "
+                           f"so the host time between iterations is not input")
+        m.verdict = NOT_INPUT_BOUND
     else:  # feed_dict: the batch is made on the host, so host time bounds input from above, and the verdict says so
         m.input_share = split["host_share"]
         m.input_measure = "host time between iterations, less the other runs (no GetNext timing: an upper bound)"
