@@ -195,3 +195,17 @@ def test_gcn_host_time_is_not_called_input(tmp_path: Path) -> None:
     assert model.between["other_runs"]["evaluation"]["count"] == 18  # 2 an epoch, between the 10 epochs' steps
     assert "the time between iterations is mostly evaluation runs, not input" in text
     assert model.host_stacks["samples"] > 0 and "gcn_feed_dict.py" in json.dumps(model.host_stacks)
+
+
+def test_tf2_loop_with_stack_names_the_planted_numpy_line(tmp_path: Path) -> None:
+    script = SCRIPT.parent / "tf2_host_causes.py"
+    planted = next(i for i, line in enumerate(script.read_text().splitlines(), 1) if line.endswith("# planted numpy line"))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps(
+        {"output": str(tmp_path / "prof"), "training_trace": "on", "with_stack": True}))
+    done = subprocess.run([sys.executable, str(script), "--steps", "10"], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    model = summarize_prof_dir(only_prof_dir(tmp_path / "prof")).models[0]
+    top = model.host_stacks["lines"][0]
+    assert (Path(top["file"]).name, top["line"], top["function"]) == (script.name, planted, "numpy_helper"), model.host_stacks
