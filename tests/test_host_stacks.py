@@ -31,7 +31,7 @@ from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.step import host_time
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
-from npu_tf_profiling.runtime.host_stacks import start_host_recorder
+from npu_tf_profiling.runtime.host_stacks import HostRecorder, start_host_recorder
 from npu_tf_profiling.runtime.session.fed_arrays import OBSERVED, FeedWatch
 from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
 from tests.helpers.trace_files import only_prof_dir
@@ -209,3 +209,18 @@ def test_tf2_loop_with_stack_names_the_planted_numpy_line(tmp_path: Path) -> Non
     model = summarize_prof_dir(only_prof_dir(tmp_path / "prof")).models[0]
     top = model.host_stacks["lines"][0]
     assert (Path(top["file"]).name, top["line"], top["function"]) == (script.name, planted, "numpy_helper"), model.host_stacks
+
+
+def test_a_full_disk_stops_the_recording_with_one_warning(tmp_path: Path) -> None:
+    """storage_limit reached (as a full disk would): one warning, the sampler's thread goes on, nothing raises."""
+    import time
+    import warnings
+
+    recorder = HostRecorder(tmp_path, 0, StorageBudget(64), with_stack=True, gc_threshold_ms=None, rate_hz=200)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        recorder.start()
+        time.sleep(1.2)  # two flushes: the first stops the writer, the second is refused quietly
+        recorder.stop()
+    stopped = [w for w in caught if "storage_limit reached" in str(w.message)]
+    assert len(stopped) == 1 and recorder.failure is None
