@@ -48,7 +48,7 @@ class HostRecorder:
     def __init__(self, prof_dir: Path, device_id: int, budget: StorageBudget, with_stack: bool,
                  gc_threshold_ms: Optional[float], rate_hz: float = RATE_HZ) -> None:
         self.with_stack = with_stack
-        self.interval_s = 1.0 / rate_hz if with_stack else FLUSH_S
+        self.interval_s = 1.0 / rate_hz if with_stack else 0.1  # GC only: wake to flush, and to stop soon at exit
         self._stacks = AppendOnlyWriter(layout.host_stacks_path(prof_dir, device_id), budget) if with_stack else None
         self._gc_writer = AppendOnlyWriter(layout.gc_pauses_path(prof_dir, device_id), budget) if gc_threshold_ms is not None else None
         self._gc = GcPauseRecorder(gc_threshold_ms) if gc_threshold_ms is not None else None
