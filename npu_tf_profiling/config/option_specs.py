@@ -5,6 +5,7 @@ not" fact in one place, so adding a key is one line, not edits in four places.
 """
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -115,6 +116,20 @@ def storage_limit(key: str, value: Any) -> str:
     return value
 
 
+def switch(key: str, value: Any) -> bool:
+    """A JSON true/false, as torch_npu's and MindSpore's switches of the same name are."""
+    if isinstance(value, bool):
+        return value
+    raise _fail(key, value, "true or false")
+
+
+def milliseconds(key: str, value: Any) -> float:
+    """A duration in ms, a JSON number >= 0 (finite: NaN and infinity would make every comparison false)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    raise _fail(key, value, "a number of milliseconds >= 0")
+
+
 def aic_metrics(key: str, value: Any) -> str:
     if isinstance(value, str) and (value in AIC_METRICS or _CUSTOM_METRICS.match(value)):
         return value
@@ -163,6 +178,9 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
     OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
                "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
+    # The peers' host-side switches (torch_npu, MindSpore): runtime/host_stacks.py.
+    OptionSpec("with_stack", switch, True, "sample the training thread's Python stacks (100 Hz) and name the lines holding host time"),
+    OptionSpec("gc_detect_threshold", milliseconds, True, "record every Python GC pause of at least this many ms (torch_npu's key)"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

@@ -72,6 +72,9 @@ class ProfilingOptions:
     tensorboard: str | None = None
     # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
     timeline_slice_mb: int | None = None
+    # The peers' host-side switches: sample the training thread's stacks; record GC pauses >= this many ms.
+    with_stack: bool | None = None
+    gc_detect_threshold: float | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 
@@ -165,7 +168,7 @@ class ProfilingOptions:
 
     def is_on(self, key: str) -> bool:
         value = getattr(self, key)
-        return value is not None and value not in OFF_VALUES
+        return value is not None and value is not False and value not in OFF_VALUES
 
     def not_collected(self) -> list[str]:
         """Keys set (to something other than off) that nothing collects on CPU/GPU.

@@ -93,6 +93,9 @@ OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
 K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
 # Keys of a task_trace record header.
+HOST_STACKS_FILE = "host_stacks.jsonl"  # with_stack: the training thread's Python stacks (``host_samples``)
+GC_PAUSES_FILE = "gc_pauses.jsonl"  # gc_detect_threshold: Python GC pauses (``host_samples``)
+
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"
 
@@ -133,6 +136,14 @@ def xspace_path(prof_dir: Path, device_id: int) -> Path:
 
 def other_runs_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / OTHER_RUNS_FILE
+
+
+def host_stacks_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / HOST_STACKS_FILE
+
+
+def gc_pauses_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / GC_PAUSES_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

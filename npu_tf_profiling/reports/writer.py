@@ -104,6 +104,7 @@ def write_all_reports(
     elif data is not None:
         out.notes.extend(task_reports.untraced_notes(data))
     if data is not None:
+        _write_host_files(data, ts, out)
         out.layout_folders = _write_msprof_layouts(data, out.notes)
         _write_tensorboard_runs(data, out)
     return out
@@ -140,6 +141,21 @@ def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
     out.extend(run.path for run in runs)
     out.notes.append(f"TensorBoard: {len(runs)} run(s) of step phases in {logdirs[0]} ({', '.join(r.run for r in runs)}); "
                      f"open with: tensorboard --logdir {logdirs[0]}")
+
+
+def _write_host_files(data: ProfData, ts: str, out: ReportPaths) -> None:
+    """``with_stack`` / ``gc_detect_threshold``'s files (``step.host_files``); a failure there is a warning."""
+    from npu_tf_profiling.reports.step.host_files import host_files_note, write_host_files
+
+    try:
+        paths = write_host_files(data, ts)
+    except Exception as exc:  # noqa: BLE001 - the extra files never cost the user their reports
+        warnings.warn(f"{data.prof_dir}: host stack / GC files not written: {exc!r}", RuntimeWarning, stacklevel=3)
+        return
+    out.extend(paths)
+    note = host_files_note(paths)
+    if note:
+        out.notes.append(note)
 
 
 def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:

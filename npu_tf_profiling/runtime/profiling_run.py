@@ -24,6 +24,7 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.runtime.host_stacks import start_host_recorder
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
@@ -73,6 +74,7 @@ class ProfilingRun:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
+        self._host = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
 
     # ----- collection ---------------------------------------------------------------------
     @property
@@ -102,8 +104,9 @@ class ProfilingRun:
                         warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
 
-    def set_model_fact(self, entry: ModelEntry, key: str, value: Any) -> None:
-        """A fact about a model learnt after it was registered (the iteration end's self-check): into info.json now."""
+    def note_model(self, entry: ModelEntry, key: str, value: Any) -> None:
+        """A fact about a model found while it trains (what it feeds, the iteration end's self-check): info.json's
+        ``models[id][key]``, written now."""
         with self._lock:
             entry.trace_points[key] = value
             self._write_info()
@@ -224,6 +227,8 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
+        if self._host is not None:
+            self._host.stop()
         for writer in self._writers:
             writer.close()
         if self._other_totals:

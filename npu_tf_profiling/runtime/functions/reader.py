@@ -200,7 +200,7 @@ class FunctionModel:
         stop_watching(self.call_ends)
         self.trace_points = dict(self.trace_points, **{K_ITERATION_END_CHECK: check.result})
         for key, entry in self._models.items():
-            self._runs[key].set_model_fact(entry, K_ITERATION_END_CHECK, check.result)
+            self._runs[key].note_model(entry, K_ITERATION_END_CHECK, check.result)
         if check.note is not None:
             self.source.note(check.note)
 
