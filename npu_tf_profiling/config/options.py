@@ -72,6 +72,8 @@ class ProfilingOptions:
     tensorboard: str | None = None
     # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
     timeline_slice_mb: int | None = None
+    # The peers' key (torch_npu, MindSpore): peak memory per iteration (runtime/host/).
+    profile_memory: bool | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 

@@ -103,6 +103,7 @@ def write_all_reports(
         out.timings = dict(result.timings)
     elif data is not None:
         out.notes.extend(task_reports.untraced_notes(data))
+    out.extend(_write_host_reports(prof_dir, ts, data, out.notes))
     if data is not None:
         out.layout_folders = _write_msprof_layouts(data, out.notes)
         _write_tensorboard_runs(data, out)
@@ -140,6 +141,17 @@ def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
     out.extend(run.path for run in runs)
     out.notes.append(f"TensorBoard: {len(runs)} run(s) of step phases in {logdirs[0]} ({', '.join(r.run for r in runs)}); "
                      f"open with: tensorboard --logdir {logdirs[0]}")
+
+
+def _write_host_reports(prof_dir: Path, ts: str, data: Optional[ProfData], notes: list[str]) -> list[Path]:
+    """host_sys / profile_memory / mstx reports (``reports.host``); a failure there is a warning, like the layout's."""
+    from npu_tf_profiling.reports.host.write import write_host_reports
+
+    try:
+        return write_host_reports(prof_dir, ts, data.table if data is not None else None, notes)
+    except Exception as exc:  # noqa: BLE001 - the host reports never cost the user the others
+        warnings.warn(f"{prof_dir}: host reports not written: {exc!r}", RuntimeWarning, stacklevel=3)
+        return []
 
 
 def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:

@@ -26,6 +26,7 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.runtime.host.collection import HostCollection
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
@@ -75,6 +76,9 @@ class ProfilingRun:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
+        # host_sys, host_sys_usage, profile_memory, msproftx (runtime/host/): nothing starts unless asked for.
+        self._host = HostCollection(self.resolution.options, self.prof_dir, self.device_id, self._budget, self.device_kind,
+                                    self.add_note)
 
     # ----- collection ---------------------------------------------------------------------
     @property
@@ -198,6 +202,7 @@ class ProfilingRun:
         still in flight would make them say things the final report, which prints, no longer does.
         """
         self.flush_other_runs()
+        self._host.flush()
         if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
         if _report_builder is None:
@@ -219,6 +224,7 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
+        self._host.close()
         for writer in self._writers:
             writer.close()
         if self._other_totals:
