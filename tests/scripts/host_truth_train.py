@@ -41,8 +41,9 @@ def main():
     rng = np.random.RandomState(0)
     x = tf1.placeholder(tf.float32, [None, 16])
     y = tf1.placeholder(tf.int64, [None])
-    hidden = tf1.layers.dense(x, 64, activation=tf.nn.relu)
-    logits = tf1.layers.dense(hidden, 4)
+    w1 = tf1.get_variable("w1", [16, 64], initializer=tf1.glorot_uniform_initializer(seed=1))
+    w2 = tf1.get_variable("w2", [64, 4], initializer=tf1.glorot_uniform_initializer(seed=2))
+    logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     train_op = tf1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf1.train.get_or_create_global_step())
     stop = threading.Event()
@@ -58,8 +59,9 @@ def main():
                 batch_x, batch_y = prepare_batch(rng, step, args.big_step)
             time.sleep(args.pause)
             sess.run(train_op, feed_dict={x: batch_x, y: batch_y})
+        weights = sess.run(tf1.trainable_variables())
     stop.set()
-    print("done")
+    print("weights " + "".join(w.tobytes().hex() for w in weights)[:4096])
 
 
 if __name__ == "__main__":

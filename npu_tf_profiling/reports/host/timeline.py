@@ -33,35 +33,33 @@ def _counter(pid: int, name: str, t_us: np.ndarray, series: dict[str, np.ndarray
 
 
 def _sample_events(pid: int, samples: HostSamples) -> list[Event]:
-    t = samples.t_us
-    ends = t[1:]  # a rate belongs to the interval that ends at its sample
+    """The counters; a rate is drawn at the end of the interval it measures."""
     events: list[Event] = []
-    cores = process_cores(samples)
-    if cores is not None and cores.size == ends.size:
-        events += _counter(pid, "CPU Usage", ends, {"process cores": cores})
-    if samples.has("sys_cpu"):
-        sys_cpu = rates(samples, "sys_cpu")
-        if sys_cpu is not None and sys_cpu.shape[0] == ends.size:
-            total = sys_cpu.sum(axis=1)
-            busy = np.where(total > 0, 100.0 * (total - sys_cpu[:, 5]) / np.where(total > 0, total, 1), np.nan)
-            events += _counter(pid, "CPU Usage", ends, {"system %": busy})
+    busy = process_cores(samples)
+    if busy is not None:
+        events += _counter(pid, "CPU Usage", busy[0], {"process cores": busy[1]})
+    sys_cpu = rates(samples, "sys_cpu")
+    if sys_cpu is not None:
+        total = sys_cpu[1].sum(axis=1)
+        used = np.divide(100.0 * (total - sys_cpu[1][:, 5]), total, out=np.full(total.shape, np.nan), where=total > 0)
+        events += _counter(pid, "CPU Usage", sys_cpu[0], {"system %": used})
     memory: dict[str, np.ndarray] = {}
     if samples.has("mem"):
         memory["process RSS MB"] = samples.columns["mem"] / 1024
     if samples.has("sys_mem"):
         memory["system used MB"] = samples.columns["sys_mem"][:, 1] / 1024
     if memory:
-        events += _counter(pid, "Memory Usage", t, memory)
+        events += _counter(pid, "Memory Usage", samples.t_us, memory)
     for key, name, labels in (("disk", "Disk Usage", ("read KB/s", "write KB/s")),
                               ("net", "Network Usage", ("received KB/s", "sent KB/s"))):
         per_s = rates(samples, key)
-        if samples.has(key) and per_s is not None and per_s.shape[0] == ends.size:
-            events += _counter(pid, name, ends, {labels[0]: per_s[:, 0] / 1024, labels[1]: per_s[:, 1] / 1024})
+        if per_s is not None:
+            events += _counter(pid, name, per_s[0], {labels[0]: per_s[1][:, 0] / 1024, labels[1]: per_s[1][:, 1] / 1024})
     if samples.has("hwm_kb"):
         peaks = {"host peak MB": samples.columns["hwm_kb"] / 1024}
         if samples.has("dev_peak"):
             peaks["device peak MB"] = samples.columns["dev_peak"] / 2**20
-        events += _counter(pid, "Peak Memory", t, peaks)
+        events += _counter(pid, "Peak Memory", samples.t_us, peaks)
     return events
 
 

@@ -25,23 +25,25 @@ from npu_tf_profiling.reports.host.raw import HostSamples
 HOST = "host"
 
 
-def rates(samples: HostSamples, key: str) -> Optional[np.ndarray]:
-    """Per interval between consecutive samples: the counter's increase per second (rows: intervals)."""
+def rates(samples: HostSamples, key: str) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """A cumulative counter's increase per second between consecutive samples that hold it (disk and network
+    are read less often than CPU): (the intervals' end times in µs, the rates, one row per interval)."""
     column = samples.columns.get(key)
-    if column is None or len(samples.t_us) < 2:
+    if column is None:
         return None
-    dt = np.diff(samples.t_us) / 1e6
+    present = np.isfinite(column) if column.ndim == 1 else np.isfinite(column).all(axis=1)
+    t, values = samples.t_us[present], column[present]
+    dt = np.diff(t) / 1e6
     keep = dt > 0
-    delta = np.diff(column, axis=0)
-    return (delta[keep].T / dt[keep]).T
-
-
-def process_cores(samples: HostSamples) -> Optional[np.ndarray]:
-    """Cores this process kept busy, per interval (user + system CPU seconds per second)."""
-    cpu = rates(samples, "cpu")
-    if cpu is None or not np.isfinite(cpu).any():
+    if not keep.any():
         return None
-    return cpu[np.isfinite(cpu).all(axis=1)].sum(axis=1)
+    return t[1:][keep], (np.diff(values, axis=0)[keep].T / dt[keep]).T
+
+
+def process_cores(samples: HostSamples) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """Cores this process kept busy, per interval (user + system CPU seconds per second): (end times, cores)."""
+    cpu = rates(samples, "cpu")
+    return None if cpu is None else (cpu[0], cpu[1].sum(axis=1))
 
 
 def _csv(path: Path, header: list[str], row: list[object]) -> Path:
@@ -56,8 +58,9 @@ def _peak(values: np.ndarray) -> float:
 
 def write_usage_csvs(samples: HostSamples, out_dir: Path, ts: str) -> list[Path]:
     written = []
-    cores = process_cores(samples)
-    if cores is not None and cores.size:
+    busy = process_cores(samples)
+    if busy is not None:
+        cores = busy[1]
         span_s = (samples.t_us[-1] - samples.t_us[0]) / 1e6
         cpu = samples.columns["cpu"]
         mean = float(np.nansum(cpu[-1] - cpu[0])) / span_s if span_s > 0 else 0.0
@@ -73,15 +76,16 @@ def write_usage_csvs(samples: HostSamples, out_dir: Path, ts: str) -> list[Path]
         written.append(_csv(out_dir / f"host_mem_usage_{ts}.csv",
                             ["Device_id", "Total Memory(KB)", "Peak Used Memory(KB)", "Recommend Memory(KB)"],
                             [HOST, samples.header.get("mem_total_kb", ""), peak_kb, peak_kb]))
-    disk = rates(samples, "disk")
-    if disk is not None and samples.has("disk"):
+    disk_rates = rates(samples, "disk")
+    if disk_rates is not None:
+        disk = disk_rates[1]
         read, write = _peak(disk[:, 0]) / 1024, _peak(disk[:, 1]) / 1024
         written.append(_csv(out_dir / f"host_disk_usage_{ts}.csv",
                             ["Device_id", "Peak Disk Read(KB/s)", "Recommend Disk Read(KB/s)", "Peak Disk Write(KB/s)",
                              "Recommend Disk Write(KB/s)"], [HOST, f"{read:.2f}", f"{read:.2f}", f"{write:.2f}", f"{write:.2f}"]))
-    net = rates(samples, "net")
-    if net is not None and samples.has("net"):
-        used = _peak(net.sum(axis=1)) / 1024
+    net_rates = rates(samples, "net")
+    if net_rates is not None:
+        used = _peak(net_rates[1].sum(axis=1)) / 1024
         written.append(_csv(out_dir / f"host_network_usage_{ts}.csv",
                             ["Device_id", "Netcard Speed(KB/s)", "Peak Used Speed(KB/s)", "Recommend Speed(KB/s)"],
                             [HOST, f"{samples.header.get('netcard_kbps') or 0:.2f}", f"{used:.2f}", f"{used:.2f}"]))

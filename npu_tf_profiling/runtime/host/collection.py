@@ -48,8 +48,6 @@ def _gpu_peak_reader(device_kind: str) -> Optional[Callable[[], Optional[int]]]:
 class HostCollection:
     def __init__(self, options: ProfilingOptions, prof_dir: Path, device_id: int, budget: StorageBudget,
                  device_kind: str, add_note: Callable[[str], None]) -> None:
-        from npu_tf_profiling.runtime.host.sampler import HostSampler, host_peak_supported
-
         self._sampler: Optional[HostSampler] = None
         self._mstx: Optional[AppendOnlyWriter] = None
         self._mstx_timer: Optional[threading.Timer] = None
@@ -60,12 +58,16 @@ class HostCollection:
         usage = _items(options.host_sys_usage)
         peaks = options.profile_memory is True
         if peaks:
+            from npu_tf_profiling.runtime.host.sampler import host_peak_supported
+
             why_not = host_peak_supported()
             if why_not:
                 add_note(f"profile_memory: no host peaks, {why_not}")
                 peaks = False
         if sampled or usage or peaks:
             try:
+                from npu_tf_profiling.runtime.host.sampler import HostSampler  # psutil: imported when asked for
+
                 writer = AppendOnlyWriter(layout.host_sys_path(prof_dir, device_id), budget)
                 self._sampler = HostSampler(writer, options.host_sys_usage_freq or DEFAULT_FREQ_HZ, sampled, usage,
                                             peaks, _gpu_peak_reader(device_kind) if peaks else None)

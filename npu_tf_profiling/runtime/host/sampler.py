@@ -28,6 +28,9 @@ import psutil
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter
 
 FLUSH_EVERY_S = 1.0
+# CANN's host_sys_usage_freq is the rate of CPU and memory; disk and network rates are read at most this often
+# (psutil's read of /proc/net/dev costs ~100 µs, a third of a whole sample, for a rate no finer grain would help).
+SLOW_COUNTERS_HZ = 10
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
@@ -76,6 +79,8 @@ class HostSampler:
         self._peaks = memory_peaks
         self._gpu_peak = gpu_peak
         self._process = psutil.Process()
+        self._slow_every = max(1, round(freq_hz / SLOW_COUNTERS_HZ))
+        self._tick = 0
         self._pending: list[bytes] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -91,15 +96,17 @@ class HostSampler:
     def sample(self) -> dict[str, Any]:
         """One sample: the counters asked for, now."""
         row: dict[str, Any] = {"t_us": round(time.time() * 1e6, 1)}
+        slow = self._tick % self._slow_every == 0
+        self._tick += 1
         if "cpu" in self._host_sys:
             times = self._process.cpu_times()
             row["cpu"] = [times.user, times.system]
         if "mem" in self._host_sys:
             row["mem"] = self._process.memory_info().rss // 1024
-        if "disk" in self._host_sys:
+        if slow and "disk" in self._host_sys:
             io = self._process.io_counters()
             row["disk"] = [io.read_bytes, io.write_bytes]
-        if "network" in self._host_sys:
+        if slow and "network" in self._host_sys:
             net = psutil.net_io_counters()
             row["net"] = [net.bytes_recv, net.bytes_sent]
         if "cpu" in self._usage:
