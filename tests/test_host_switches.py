@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -29,6 +31,7 @@ from npu_tf_profiling.reports.host.iterations import iteration_spans
 from npu_tf_profiling.reports.host.raw import read_host_samples, read_markers
 from npu_tf_profiling.reports.prof_dir import load_prof_dir
 from npu_tf_profiling.runtime.host.collection import HostCollection
+from tests.helpers.msprof_tool import problems, run_msprof_analyze
 from tests.helpers.trace_files import only_prof_dir
 
 SCRIPT = Path(__file__).parent / "scripts" / "host_truth_train.py"
@@ -155,3 +158,19 @@ def test_training_results_are_bit_identical_with_every_switch_on(run, tmp_path: 
     plain = _run(tmp_path, None, "--pause", "0")
     weights = [line for line in plain.stdout.splitlines() if line.startswith("weights ")]
     assert weights and weights == [line for line in profiled.stdout.splitlines() if line.startswith("weights ")]
+
+
+def test_msprof_analyze_mstx_sum_reads_the_ranges(run, tmp_path: Path) -> None:
+    """msprof-analyze's own mstx_sum recipe (tests/helpers/msprof_tool.py) on the rank folder, copied: it writes beside."""
+    prof, _, _ = run
+    (folder,) = prof.parent.glob("*_ascend_pt")
+    shutil.copytree(folder, tmp_path / "in" / folder.name)
+    log = run_msprof_analyze("cluster", "-d", tmp_path / "in", "-m", "mstx_sum", "-o", tmp_path / "out", cwd=tmp_path)
+    assert problems(log) == []
+    with sqlite3.connect(tmp_path / "out" / "cluster_analysis_output" / "cluster_analysis.db") as conn:
+        rows = conn.execute("SELECT Name, StepId, CannDurationNs FROM MSTXMarkStats").fetchall()
+    assert {name for name, _, _ in rows} == {"prepare batch"}
+    # Iteration 1's batch is prepared before its FP Start, so outside every STEP_TIME row (the tool's step 0).
+    assert sorted(step for _, step, _ in rows) == [0, *range(2, 41)]
+    ours = sorted(m.end_us - m.start_us for m in read_markers(layout.device_dir(prof, 0)) if m.kind == "range")
+    assert sorted(duration / 1e3 for _, _, duration in rows) == pytest.approx(ours, abs=1.0)
