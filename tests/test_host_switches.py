@@ -30,6 +30,7 @@ from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.host.iterations import iteration_spans
 from npu_tf_profiling.reports.host.raw import read_host_samples, read_markers
 from npu_tf_profiling.reports.prof_dir import load_prof_dir
+from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.runtime.host.collection import HostCollection
 from tests.helpers.msprof_tool import problems, run_msprof_analyze
 from tests.helpers.trace_files import only_prof_dir
@@ -174,3 +175,11 @@ def test_msprof_analyze_mstx_sum_reads_the_ranges(run, tmp_path: Path) -> None:
     assert sorted(step for _, step, _ in rows) == [0, *range(2, 41)]
     ours = sorted(m.end_us - m.start_us for m in read_markers(layout.device_dir(prof, 0)) if m.kind == "range")
     assert sorted(duration / 1e3 for _, _, duration in rows) == pytest.approx(ours, abs=1.0)
+
+
+def test_summary_names_the_outstanding_iteration_and_the_repeating_range(run) -> None:
+    prof, _, _ = run
+    (model,) = summarize_prof_dir(prof).models
+    text = "\n".join(model.render_lines())
+    assert f"Host: profile_memory: iteration {BIG_STEP} (Model ID 1, device 0) peaked at" in text
+    assert "Host: mstx range 'prepare batch' (default, Model ID 1): 39 iterations, mean" in text

@@ -13,6 +13,7 @@ from typing import Optional
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.host import iterations
+from npu_tf_profiling.reports.host.notes import memory_notes, range_notes
 from npu_tf_profiling.reports.host.raw import read_host_samples, read_markers
 from npu_tf_profiling.reports.host.timeline import write_host_timeline
 from npu_tf_profiling.reports.host.usage import write_usage_csvs
@@ -49,7 +50,7 @@ def write_host_reports(prof_dir: Path, ts: str, table: Optional[st.StepTraceTabl
         written.append(timeline)
     if peaks:
         written.append(iterations.write_memory_csv(out_dir / f"step_memory_{ts}.csv", peaks))
-        notes.extend(_standout_notes(peaks))
+        notes.extend(note for each in peaks for note in memory_notes(each))
     if ranges:
         import pandas as pd
 
@@ -57,17 +58,6 @@ def write_host_reports(prof_dir: Path, ts: str, table: Optional[st.StepTraceTabl
         path = out_dir / f"mstx_summary_{ts}.csv"
         atomic_write_text(path, summary.to_csv(index=False))
         written.append(path)
-        for row in summary.itertuples(index=False):
-            notes.append(f"mstx range '{row.Message}' ({row.Domain}, Model ID {row[1]}): {row.Iterations} iterations, "
-                         f"mean {row[5]:,.1f} us per iteration (min {row[6]:,.1f}, max {row[7]:,.1f}), "
-                         f"{row[8]:.1f}% of their time")
+        notes.extend(range_notes(summary))
     return written
 
-
-def _standout_notes(peaks: list[iterations.MemoryPeaks]) -> list[str]:
-    notes = []
-    for each in peaks:
-        for model, iteration, value, median in each.standouts():
-            notes.append(f"profile_memory: iteration {iteration} (Model ID {model}, device {each.device_id}) peaked at "
-                         f"{value:,.0f} MB of host memory, {value - median:,.0f} MB above the median iteration's {median:,.0f} MB")
-    return notes

@@ -40,6 +40,7 @@ from npu_tf_profiling.raw_format.other_runs import INPUT_READS
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
+from npu_tf_profiling.reports.host.notes import model_notes as host_model_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
 HIGHLY_INPUT_BOUND = "highly input-bound"
@@ -101,6 +102,8 @@ class ModelSummary:
     tracer: str = "FULL_TRACE"
     # Data Aug Bound split by cause (``between.summarize_split``); None when the runtime did not record other runs.
     between: Optional[dict[str, Any]] = None
+    # What the host side recorded (host_sys / profile_memory / mstx, ``reports.host.notes``): one line each.
+    host_notes: list[str] = field(default_factory=list)
 
     def render_lines(self) -> list[str]:
         """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
@@ -116,6 +119,7 @@ class ModelSummary:
         if self.between is not None:
             lines.append(_between_line(self.between))
         lines.extend(f"Note: {note}" for note in self.point_notes)
+        lines.extend(f"Host: {note}" for note in self.host_notes)
         return lines
 
 
@@ -280,6 +284,8 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
         if runs is not None and frame is not None:
             rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
             _apply_split(m, summarize_split(basis_rows(rows)[1], runs))
+        if m.device_id in dirs:
+            m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
     return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
 
 
