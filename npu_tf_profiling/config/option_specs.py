@@ -116,13 +116,6 @@ def storage_limit(key: str, value: Any) -> str:
     return value
 
 
-def switch(key: str, value: Any) -> bool:
-    """A JSON true/false, as torch_npu's and MindSpore's switches of the same name are."""
-    if isinstance(value, bool):
-        return value
-    raise _fail(key, value, "true or false")
-
-
 def milliseconds(key: str, value: Any) -> float:
     """A duration in ms, a JSON number >= 0 (finite: NaN and infinity would make every comparison false)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
@@ -134,6 +127,15 @@ def aic_metrics(key: str, value: Any) -> str:
     if isinstance(value, str) and (value in AIC_METRICS or _CUSTOM_METRICS.match(value)):
         return value
     raise _fail(key, value, "one of " + ", ".join(AIC_METRICS) + ", or 'Custom:0x..' event ids")
+
+
+def switch(key: str, value: Any) -> bool:
+    """A switch the peers spell as a bool (torch_npu's ``profile_memory=True``); CANN's "on"/"off" read as one too."""
+    if value is True or value == "on":
+        return True
+    if value is False or value == "off":
+        return False
+    raise _fail(key, value, "true or false (or \"on\" / \"off\")")
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("aic_metrics", aic_metrics, False, "AI Core hardware counters"),
     OptionSpec("aiv_metrics", aic_metrics, False, "AI Vector core hardware counters"),
     OptionSpec("l2", choice(*ON_OFF), False, "L2 cache sampling"),
-    OptionSpec("msproftx", choice(*ON_OFF), False, "msproftx user markers"),
+    OptionSpec("msproftx", choice(*ON_OFF), True, "msproftx user markers (npu_tf_profiling.mstx; also spelled mstx)"),
     OptionSpec("runtime_api", choice(*ON_OFF), False, "runtime API trace"),
     OptionSpec("instr_profiling", choice(*ON_OFF), False, "instruction profiling"),
     OptionSpec("ge_api", choice("off", "l0", "l1"), False, "graph-engine API trace"),
@@ -165,11 +167,11 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("sys_io_sampling_freq", int_range(1, 100, " Hz"), False, "NIC/RoCE sampling"),
     OptionSpec("dvpp_freq", int_range(1, 100, " Hz"), False, "DVPP sampling"),
     OptionSpec("sys_interconnection_freq", int_range(1, 50, " Hz"), False, "HCCS/PCIe sampling"),
-    OptionSpec("host_sys_usage_freq", int_range(1, 50, " Hz"), False, "host CPU/memory usage sampling"),
+    OptionSpec("host_sys_usage_freq", int_range(1, 50, " Hz"), True, "host CPU/memory usage sampling rate"),
     OptionSpec("instr_profiling_freq", int_range(300, 30000, " Hz"), False, "instruction sampling"),
     OptionSpec("llc_profiling", choice("read", "write"), False, "LLC sampling"),
-    OptionSpec("host_sys", comma_list("cpu", "mem", "disk", "network", "osrt"), False, "host system data"),
-    OptionSpec("host_sys_usage", comma_list("cpu", "mem"), False, "host system usage"),
+    OptionSpec("host_sys", comma_list("cpu", "mem", "disk", "network", "osrt"), True, "host system data (osrt: not collected)"),
+    OptionSpec("host_sys_usage", comma_list("cpu", "mem"), True, "host system usage"),
     # Ours (not CANN keys): the collection window, see config/schedule.py.
     OptionSpec("schedule", validate_schedule, True, "ours: torch_npu-style window {skip_first, wait, warmup, active, repeat}"),
     OptionSpec("start_step", validate_step, True, "ours: MindSpore-style window start (1-based iteration, inclusive)"),
@@ -183,11 +185,16 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("gc_detect_threshold", milliseconds, True, "record every Python GC pause of at least this many ms (torch_npu's key)"),
 )
 
+# Host side (issue 47: host_sys, mstx, profile_memory), the peers' names; runtime/host/ collects them.
+SPECS += (
+    OptionSpec("profile_memory", switch, True, "peers' key: peak host (and GPU) memory per iteration"),
+)
+
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}
 
 # Spellings that mean the same key. `task_time` is a documented alias; the rest are
 # old keys found in published Ascend training scripts (accepted with a deprecation note).
-ALIASES: dict[str, str] = {"task_time": "task_trace"}
+ALIASES: dict[str, str] = {"task_time": "task_trace", "mstx": "msproftx"}  # mstx: torch_npu's name for the markers
 # "L2": six ModelZoo TensorFlow2 scripts (SGAN, CGAN, ...) spell the l2 switch upper-case.
 LEGACY_KEYS: dict[str, str] = {"result_path": "output", "aicpu_trace": "aicpu", "ai_core_metrics": "aic_metrics", "L2": "l2"}
 

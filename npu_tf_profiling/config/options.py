@@ -75,6 +75,8 @@ class ProfilingOptions:
     # The peers' host-side switches: sample the training thread's stacks; record GC pauses >= this many ms.
     with_stack: bool | None = None
     gc_detect_threshold: float | None = None
+    # The peers' key (torch_npu, MindSpore): peak memory per iteration (runtime/host/).
+    profile_memory: bool | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 

@@ -103,6 +103,7 @@ def write_all_reports(
         out.timings = dict(result.timings)
     elif data is not None:
         out.notes.extend(task_reports.untraced_notes(data))
+    out.extend(_write_host_reports(prof_dir, ts, data, out.notes))
     if data is not None:
         _write_host_files(data, ts, out)
         out.layout_folders = _write_msprof_layouts(data, out.notes)
@@ -156,6 +157,15 @@ def _write_host_files(data: ProfData, ts: str, out: ReportPaths) -> None:
     note = host_files_note(paths)
     if note:
         out.notes.append(note)
+def _write_host_reports(prof_dir: Path, ts: str, data: Optional[ProfData], notes: list[str]) -> list[Path]:
+    """host_sys / profile_memory / mstx reports (``reports.host``); a failure there is a warning, like the layout's."""
+    from npu_tf_profiling.reports.host.write import write_host_reports
+
+    try:
+        return write_host_reports(prof_dir, ts, data.table if data is not None else None, notes)
+    except Exception as exc:  # noqa: BLE001 - the host reports never cost the user the others
+        warnings.warn(f"{prof_dir}: host reports not written: {exc!r}", RuntimeWarning, stacklevel=3)
+        return []
 
 
 def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:

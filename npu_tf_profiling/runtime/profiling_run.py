@@ -25,6 +25,7 @@ from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
 from npu_tf_profiling.runtime.host_stacks import start_host_recorder
+from npu_tf_profiling.runtime.host.collection import HostCollection
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
@@ -74,7 +75,10 @@ class ProfilingRun:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
-        self._host = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
+        self._host_stacks = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
+        # host_sys, host_sys_usage, profile_memory, msproftx (runtime/host/): nothing starts unless asked for.
+        self._host = HostCollection(self.resolution.options, self.prof_dir, self.device_id, self._budget, self.device_kind,
+                                    self.add_note)
 
     # ----- collection ---------------------------------------------------------------------
     @property
@@ -206,6 +210,7 @@ class ProfilingRun:
         still in flight would make them say things the final report, which prints, no longer does.
         """
         self.flush_other_runs()
+        self._host.flush()
         if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
         if _report_builder is None:
@@ -227,8 +232,9 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
-        if self._host is not None:
-            self._host.stop()
+        if self._host_stacks is not None:
+            self._host_stacks.stop()
+        self._host.close()
         for writer in self._writers:
             writer.close()
         if self._other_totals:

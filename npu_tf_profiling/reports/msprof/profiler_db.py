@@ -34,7 +34,8 @@ What fills each table (``db_schema`` has the columns):
   host name, host name), ``NPU_INFO`` (device id, device kind),
   ``SESSION_TIME_INFO`` (the recorded time range), ``META_DATA`` (our and
   TensorFlow's versions, ``parallel_group_info`` when the job size is known),
-  ``ENUM_API_TYPE`` (CANN's API levels), ``STRING_IDS``.
+  ``ENUM_API_TYPE`` (CANN's API levels), ``STRING_IDS``;
+* ``MSTX_EVENTS``, only where the job recorded mstx ranges (``mstx_events``).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from npu_tf_profiling.reports.cluster import step_table as cst
-from npu_tf_profiling.reports.msprof import comm_names, profiler_info
+from npu_tf_profiling.reports.msprof import comm_names, mstx_events, profiler_info
 from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds, column_items, write_database
 from npu_tf_profiling.reports.msprof.kernel_details import NA, OP_STATE_STATIC
 from npu_tf_profiling.reports.msprof.rank_model import (
@@ -168,6 +169,7 @@ def profiler_db_rows(model: RankModel) -> Rows:
     next_connection = _communication(model, strings, rows, 0)
     n_tasks = _tasks(model, strings, rows, next_connection)
     _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
+    mstx_events.add_marker_rows(model, strings, rows)  # MSTX_EVENTS, only for a rank with mstx ranges
     start_ns, end_ns = model.time_range_ns()
     rows["SESSION_TIME_INFO"] = [(start_ns, end_ns)]
     rows["NPU_INFO"] = [(model.rank, model.device_kind)]
@@ -181,4 +183,6 @@ def profiler_db_rows(model: RankModel) -> Rows:
 
 
 def write_profiler_db(model: RankModel, path: Path) -> None:
-    write_database(path, PROFILER_TABLES, profiler_db_rows(model))
+    rows = profiler_db_rows(model)
+    tables = {**PROFILER_TABLES, mstx_events.TABLE: mstx_events.COLUMNS} if mstx_events.TABLE in rows else PROFILER_TABLES
+    write_database(path, tables, rows)

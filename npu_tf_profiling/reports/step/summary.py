@@ -44,6 +44,7 @@ from npu_tf_profiling.reports.step import host_time
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import OTHER, load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
+from npu_tf_profiling.reports.host.notes import model_notes as host_model_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
 HIGHLY_INPUT_BOUND = "highly input-bound"
@@ -110,6 +111,8 @@ class ModelSummary:
     # with_stack / gc_detect_threshold (``host_time.stack_summary`` / ``gc_summary``); None when not asked for.
     host_stacks: Optional[dict[str, Any]] = None
     gc_pauses: Optional[dict[str, Any]] = None
+    # What the host side recorded (host_sys / profile_memory / mstx, ``reports.host.notes``): one line each.
+    host_notes: list[str] = field(default_factory=list)
 
     def render_lines(self) -> list[str]:
         """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
@@ -130,6 +133,7 @@ class ModelSummary:
             lines.append("Retraced, left out of the statistics like warm-up: "
                          + "; ".join(f"Iteration ID {r['iteration']}: {r['retrace']}" for r in self.retraces))
         lines.extend(f"Note: {note}" for note in self.point_notes)
+        lines.extend(f"Host: {note}" for note in self.host_notes)
         return lines
 
 
@@ -329,6 +333,8 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
             _apply_split(m, summarize_split(basis_rows(rows)[1], runs), model_info.get("feeds"))
         if m.device_id in dirs and frame is not None:
             _apply_host_time(m, dirs[m.device_id], info, frame, runs)
+        if m.device_id in dirs:
+            m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
     return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
 
 
