@@ -49,6 +49,8 @@ TABLE: dict[str, tuple[list, list]] = {
     # absolute paths only here: a relative one is made absolute (test_view.py checks that)
     "tensorboard": (["/tmp/tb", "/tmp/logs/run 1"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/\x7f"]),
     "timeline_slice_mb": ([1, 200, 2048, "300"], [0, 2049, -1, 1.5, "", "x", True, None]),
+    # torch_npu's (other spellings normalised: tests/test_export_type.py)
+    "export_type": (["text", "db", "text,db"], ["", "json", "text,text", ["db", "db"], [], ["csv"], 1, None]),
 }
 
 

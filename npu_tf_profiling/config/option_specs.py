@@ -72,6 +72,21 @@ def comma_list(*allowed: str) -> Validator:
     return check
 
 
+EXPORT_TYPES = ("text", "db")
+
+
+def export_type(key: str, value: Any) -> str:
+    """torch_npu's ``export_type``: "text", "db" or both ("text,db", or a JSON list as torch_npu takes it).
+
+    Normalised to a comma list in ``EXPORT_TYPES``' order, so the reports read one spelling.
+    """
+    items = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+    chosen = [item.strip() if isinstance(item, str) else item for item in items or []]
+    if not chosen or any(item not in EXPORT_TYPES for item in chosen) or len(set(chosen)) != len(chosen):
+        raise _fail(key, value, '"text", "db", or both ("text,db" or ["text", "db"])')
+    return ",".join(t for t in EXPORT_TYPES if t in chosen)
+
+
 def _unprintable(value: str) -> str | None:
     """What makes a name unusable: control characters (NUL, ESC, newline...) or lone surrogates (not valid Unicode)."""
     controls = sorted({repr(c) for c in value if unicodedata.category(c) == "Cc"})
@@ -163,6 +178,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
     OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
                "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
+    OptionSpec("export_type", export_type, True, "torch_npu's: which reports are written: text (CSV/JSON), db (SQLite), both"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

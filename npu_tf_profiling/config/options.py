@@ -72,6 +72,8 @@ class ProfilingOptions:
     tensorboard: str | None = None
     # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
     timeline_slice_mb: int | None = None
+    # torch_npu's: which reports are written, "text", "db" or "text,db" (None: both; reports.export_types).
+    export_type: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 

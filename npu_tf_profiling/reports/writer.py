@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.errors import NothingFoundError
@@ -72,7 +72,9 @@ def write_all_reports(
     each rank's msprof-analyze / MindStudio Insight folder (``reports.msprof``,
     ``docs/msprof_layout.md``; in ``.layout_folders``); and with the
     ``"tensorboard"`` option, the step phases as TensorBoard scalars in that
-    logdir (``reports.tensorboard_events``). Returns the paths, with
+    logdir (``reports.tensorboard_events``). The ``export_type`` option
+    (``export_types``) leaves out the text files ("db") or the ranks'
+    databases ("text"), as torch_npu's does. Returns the paths, with
     ``.notes`` to print. Raises ``NothingFoundError`` when the folder has
     neither training_trace records nor task data, ``BadInputError`` as
     ``load_prof_dir`` does; torn/corrupt raw data is skipped with a
@@ -91,32 +93,62 @@ def write_all_reports(
         data = None
     if slice_bytes is None:
         slice_bytes = DEFAULT_SLICE_BYTES if data is None else _option_slice_bytes(data)
-    out = ReportPaths(write_step_trace_files(data, ts, slice_bytes) if data is not None else [])
+    exports = export_types(data)
+    text = "text" in exports
+    out = ReportPaths(write_step_trace_files(data, ts, slice_bytes) if data is not None and text else [])
     if len(out) > 2:
         out.notes.append(f"step trace timeline: {len(out) - 1} slices of at most {slice_bytes / MIB:g} MiB "
                          f"({out[1].name} ... {out[-1].name}), split between iterations; each opens on its own")
-    if task_reports.has_task_data(prof_dir):
+    if not text:
+        out.notes.append(f"export_type {','.join(sorted(exports))}: the text reports (step_trace, task_time, op_summary, "
+                         f"op_statistic CSV and timeline JSON) not written; the ranks' databases hold the data")
+    if not task_reports.has_task_data(prof_dir):
+        out.notes.extend(task_reports.untraced_notes(data) if data is not None else [])
+    elif text:
         budget = msprof_timeline.DEFAULT_BUDGET_BYTES if timeline_budget_bytes is None else timeline_budget_bytes
         result = task_reports.write_task_files(prof_dir, data, ts, budget)
         out.extend(result.paths)
         out.notes.extend(result.notes)
         out.timings = dict(result.timings)
-    elif data is not None:
-        out.notes.extend(task_reports.untraced_notes(data))
     if data is not None:
-        out.layout_folders = _write_msprof_layouts(data, out.notes)
+        out.layout_folders = _write_msprof_layouts(data, out.notes, exports)
         _write_tensorboard_runs(data, out)
     return out
 
 
-def _option_slice_bytes(data: ProfData) -> int:
-    """The ``timeline_slice_mb`` option the run was profiled with (info.json), in bytes; CANN's default without one."""
-    for device in data.devices:
+def _run_option(data: Optional[ProfData], key: str) -> Any:
+    """The option ``key`` the run was profiled with (info.json), checked as the option is; None when not given.
+
+    info.json was validated when the run started, but it is a file a user may
+    edit: the value is re-checked by the option's own validator (so the reports
+    accept exactly what the option does), and a bad one is a warning, not a crash.
+    """
+    from npu_tf_profiling.config.errors import ProfilingOptionsError
+    from npu_tf_profiling.config.option_specs import SPEC_BY_KEY
+
+    for device in data.devices if data is not None else ():
         options = device.info.get("options")
-        value = options.get("timeline_slice_mb") if isinstance(options, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value * MIB
-    return DEFAULT_SLICE_BYTES
+        value = options.get(key) if isinstance(options, dict) else None
+        if value is None:
+            continue
+        try:
+            return SPEC_BY_KEY[key].validate(key, value)
+        except ProfilingOptionsError as exc:
+            warnings.warn(f"{data.prof_dir}: {device.device_dir.name}/{layout.INFO_FILE}: {exc}; the default is used",
+                          RuntimeWarning, stacklevel=3)
+    return None
+
+
+def _option_slice_bytes(data: ProfData) -> int:
+    """The ``timeline_slice_mb`` option the run was profiled with, in bytes; CANN's default without one."""
+    value = _run_option(data, "timeline_slice_mb")
+    return DEFAULT_SLICE_BYTES if value is None else value * MIB
+
+
+def export_types(data: Optional[ProfData]) -> frozenset[str]:
+    """The ``export_type`` option (torch_npu's): which of "text" and "db" to write; both without one."""
+    value = _run_option(data, "export_type")
+    return frozenset(("text", "db") if value is None else value.split(","))
 
 
 def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
@@ -142,7 +174,7 @@ def _write_tensorboard_runs(data: ProfData, out: ReportPaths) -> None:
                      f"open with: tensorboard --logdir {logdirs[0]}")
 
 
-def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:
+def _write_msprof_layouts(data: ProfData, notes: list[str], exports: frozenset[str]) -> list[Path]:
     """The msprof-analyze / MindStudio Insight folders (``reports.msprof``); a failure there is a warning.
 
     Our own reports are already written by then and stay valid, so an error in
@@ -151,7 +183,7 @@ def _write_msprof_layouts(data: ProfData, notes: list[str]) -> list[Path]:
     from npu_tf_profiling.reports.msprof.writer import write_prof_dir_layouts
 
     try:
-        return write_prof_dir_layouts(data, notes)
+        return write_prof_dir_layouts(data, notes, exports)
     except Exception as exc:  # noqa: BLE001 - the extra layout never costs the user their reports
         warnings.warn(f"{data.prof_dir}: msprof-analyze layout not written: {exc!r}", RuntimeWarning, stacklevel=3)
         return []
