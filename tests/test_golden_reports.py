@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from npu_tf_profiling.reports.encoders import sqlite_tables
+from npu_tf_profiling.reports import encoders
 from tests.helpers.golden_reports import CASES, GOLDEN_DIR, report_outputs
 
-ROUTES = [pytest.param("arrow", marks=pytest.mark.skipif(not sqlite_tables.arrow_available(),
+ROUTES = [pytest.param("arrow", marks=pytest.mark.skipif(not encoders.arrow_available(),
                                                          reason="the fast extra (pyarrow, adbc-driver-sqlite) is not installed")),
-          "rows"]
+          "python"]
 
 
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_reports_equal_the_golden_files(tmp_path, case, route, monkeypatch):
-    monkeypatch.setattr(sqlite_tables, "ROUTE", route)
+    monkeypatch.setattr(encoders, "ROUTE", route)
     outputs = report_outputs(tmp_path, case)
     golden_root = GOLDEN_DIR / case
     expected = {p.relative_to(golden_root).as_posix(): p.read_bytes() for p in golden_root.rglob("*") if p.is_file()}

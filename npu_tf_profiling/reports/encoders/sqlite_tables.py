@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 import numpy as np
 
 from npu_tf_profiling.raw_format import own_files
+from npu_tf_profiling.reports import encoders
 
 BATCH_ROWS = 65_536  # rows per Arrow batch and per numpy-to-Python conversion: bounded memory, few calls
 
@@ -86,20 +87,6 @@ def column_items(values: np.ndarray, chunk: int = BATCH_ROWS) -> Iterator[Any]:
     return chain.from_iterable(values[lo:lo + chunk].tolist() for lo in range(0, len(values), chunk))
 
 
-def arrow_available() -> bool:
-    """Whether the ``fast`` extra (pyarrow and the ADBC SQLite driver) is installed."""
-    try:
-        import adbc_driver_sqlite.dbapi  # noqa: F401
-        import pyarrow.compute  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-# "arrow" or "rows"; a module setting so the tests can hold both routes to the golden files.
-ROUTE = "arrow" if arrow_available() else "rows"
-
-
 def write_database(path: Path, tables: Mapping[str, Columns], data: Mapping[str, Sequence[Part]]) -> None:
     """Create every table of ``tables`` (empty where ``data`` has none) in a new database at ``path``.
 
@@ -112,7 +99,7 @@ def write_database(path: Path, tables: Mapping[str, Columns], data: Mapping[str,
     fd, tmp = own_files.create_temp(path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
-        (_write_arrow if ROUTE == "arrow" else _write_rows)(tmp, tables, data)
+        (_write_arrow if encoders.ROUTE == "arrow" else _write_rows)(tmp, tables, data)
         own_files.replace(tmp, path)
     except BaseException:
         try:

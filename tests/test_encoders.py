@@ -1,5 +1,5 @@
-"""``encoders.sqlite_tables`` and ``StringIds.joined``: the two database routes store the same values with the
-same storage types, and interning a column of texts at once gives the ids of interning them one by one."""
+"""``reports.encoders``: the Arrow and the pure-Python routes store the same database values with the same storage
+types and write the same CSV bytes; ``StringIds.joined`` gives the ids of interning its texts one by one."""
 from __future__ import annotations
 
 import sqlite3
@@ -7,7 +7,9 @@ import sqlite3
 import numpy as np
 import pytest
 
+from npu_tf_profiling.reports import encoders
 from npu_tf_profiling.reports.encoders import sqlite_tables
+from npu_tf_profiling.reports.column_csv import write_int_csv
 from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Joined, Same, write_database
 from npu_tf_profiling.reports.msprof.db_schema import StringIds
 from tests.test_golden_reports import ROUTES
@@ -27,7 +29,7 @@ def _dump(path) -> list[tuple]:
 @pytest.mark.parametrize("route", ROUTES)
 def test_both_routes_store_the_same_rows_and_types(tmp_path, route, monkeypatch):
     monkeypatch.setattr(sqlite_tables, "BATCH_ROWS", 3)  # several batches per part
-    monkeypatch.setattr(sqlite_tables, "ROUTE", route)
+    monkeypatch.setattr(encoders, "ROUTE", route)
     n = 7
     steps = np.arange(-2, n - 2, dtype=np.int64)
     parts = [
@@ -68,3 +70,12 @@ def test_joined_ids_equal_interning_one_by_one():
 def test_joined_refuses_numbers_that_could_run_together():
     with pytest.raises(ValueError, match="split by text without digits"):
         StringIds().joined("x", np.array([1]), "0", np.array([2]))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_both_routes_write_the_same_csv(tmp_path, route, monkeypatch):
+    monkeypatch.setattr(encoders, "ROUTE", route)
+    values = np.array([0, -7, 2**62, 15, 3], dtype=np.int64)
+    known = np.array([True, True, True, False, True])
+    write_int_csv(tmp_path / "t.csv", ["A", "B(us)"], [(values, known), (values * 0 + 1, None)], missing="N/A", chunk_rows=2)
+    assert (tmp_path / "t.csv").read_bytes() == f"A,B(us)\n0,1\n-7,1\n{2**62},1\nN/A,1\n3,1\n".encode()
