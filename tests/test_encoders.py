@@ -9,7 +9,7 @@ import pytest
 
 from npu_tf_profiling.reports import encoders
 from npu_tf_profiling.reports.encoders import sqlite_tables
-from npu_tf_profiling.reports.column_csv import write_int_csv
+from npu_tf_profiling.reports.encoders.csv_file import write_int_csv
 from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Joined, Same, write_database
 from npu_tf_profiling.reports.msprof.db_schema import StringIds
 from tests.test_golden_reports import ROUTES
