@@ -54,6 +54,8 @@ TABLE: dict[str, tuple[list, list]] = {
     "gc_detect_threshold": ([0, 0.5, 10], [-1, "5", True, None, float("nan"), float("inf")]),
     # The peers' key (issue 47): a JSON bool; CANN-style "on"/"off" read as one (test_host_switches.py).
     "profile_memory": ([True, False], ["yes", 1, None, "maybe", ""]),
+    # torch_npu's (other spellings normalised: tests/test_export_type.py)
+    "export_type": (["text", "db", "text,db"], ["", "json", "text,text", ["db", "db"], [], ["csv"], 1, None]),
 }
 
 

@@ -73,6 +73,21 @@ def comma_list(*allowed: str) -> Validator:
     return check
 
 
+EXPORT_TYPES = ("text", "db")
+
+
+def export_type(key: str, value: Any) -> str:
+    """torch_npu's ``export_type``: "text", "db" or both ("text,db", or a JSON list as torch_npu takes it).
+
+    Normalised to a comma list in ``EXPORT_TYPES``' order, so the reports read one spelling.
+    """
+    items = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+    chosen = [item.strip() if isinstance(item, str) else item for item in items or []]
+    if not chosen or any(item not in EXPORT_TYPES for item in chosen) or len(set(chosen)) != len(chosen):
+        raise _fail(key, value, '"text", "db", or both ("text,db" or ["text", "db"])')
+    return ",".join(t for t in EXPORT_TYPES if t in chosen)
+
+
 def _unprintable(value: str) -> str | None:
     """What makes a name unusable: control characters (NUL, ESC, newline...) or lone surrogates (not valid Unicode)."""
     controls = sorted({repr(c) for c in value if unicodedata.category(c) == "Cc"})
@@ -183,11 +198,9 @@ SPECS: tuple[OptionSpec, ...] = (
     # The peers' host-side switches (torch_npu, MindSpore): runtime/host_stacks.py.
     OptionSpec("with_stack", switch, True, "sample the training thread's Python stacks (100 Hz) and name the lines holding host time"),
     OptionSpec("gc_detect_threshold", milliseconds, True, "record every Python GC pause of at least this many ms (torch_npu's key)"),
-)
-
-# Host side (issue 47: host_sys, mstx, profile_memory), the peers' names; runtime/host/ collects them.
-SPECS += (
+    # runtime/host/ collects it, with host_sys and msproftx.
     OptionSpec("profile_memory", switch, True, "peers' key: peak host (and GPU) memory per iteration"),
+    OptionSpec("export_type", export_type, True, "torch_npu's: which reports are written: text (CSV/JSON), db (SQLite), both"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

@@ -77,6 +77,8 @@ class ProfilingOptions:
     gc_detect_threshold: float | None = None
     # The peers' key (torch_npu, MindSpore): peak memory per iteration (runtime/host/).
     profile_memory: bool | None = None
+    # torch_npu's: which reports are written, "text", "db" or "text,db" (None: both; reports.export_types).
+    export_type: str | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 
