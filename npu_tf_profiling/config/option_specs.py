@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from npu_tf_profiling.config import output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import validate_anomaly_capture
 from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
 ON_OFF = ("on", "off")
@@ -163,6 +164,8 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
     OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
                "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
+    OptionSpec("anomaly_capture", validate_anomaly_capture, True,
+               "ours: task_trace armed when iterations turn slow: \"on\" or {factor, min_us, steps, max_captures, cooldown}"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

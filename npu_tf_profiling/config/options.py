@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from npu_tf_profiling.config import legacy, output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import check_needs_training_trace
 from npu_tf_profiling.config.schedule import check_window_keys
 from npu_tf_profiling.config.option_specs import (
     ALIASES,
@@ -72,6 +73,8 @@ class ProfilingOptions:
     tensorboard: str | None = None
     # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
     timeline_slice_mb: int | None = None
+    # Ours: task_trace armed when iterations turn slow (config/anomaly_capture.py): "off" or every setting.
+    anomaly_capture: str | dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 
@@ -151,6 +154,7 @@ class ProfilingOptions:
                 raise ProfilingOptionsError(f"{origin}: {exc}") from None
         try:
             check_window_keys(values)
+            check_needs_training_trace(values)
         except ProfilingOptionsError as exc:
             raise ProfilingOptionsError(f"{origin}: {exc}") from None
         return cls(**values, notes=tuple(notes))

@@ -90,6 +90,8 @@ GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
 K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
+ANOMALIES_FILE = "anomalies.jsonl"  # anomaly_capture: one JSON object a line, each capture (reference or anomaly)
+K_CLOSED = "closed_us"  # info.json: when the job closed the folder (absent while it runs, or if it was killed)
 # Keys of a task_trace record header.
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"
@@ -131,6 +133,10 @@ def xspace_path(prof_dir: Path, device_id: int) -> Path:
 
 def other_runs_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / OTHER_RUNS_FILE
+
+
+def anomalies_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / ANOMALIES_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
+from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
+from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
@@ -126,9 +128,11 @@ class ProfSummary:
     prof_dir: Path
     models: list[ModelSummary]
     skipped_lines: int = 0
+    anomalies: list[dict[str, Any]] = field(default_factory=list)  # anomaly_capture's (reports.anomalies)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models]}
+        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models],
+                ANOMALIES_KEY: self.anomalies}
 
     def render_text(self) -> str:
         lines = [str(self.prof_dir)]
@@ -138,6 +142,8 @@ class ProfSummary:
             lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations "
                          f"(Iteration ID {m.first_iteration_id}..{m.last_iteration_id})")
             lines.extend("    " + line for line in m.render_lines())
+        for entry in self.anomalies:
+            lines.extend("  " + line for line in render_anomaly(entry))
         return "\n".join(lines) + "\n"
 
 
@@ -280,7 +286,7 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
         if runs is not None and frame is not None:
             rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
             _apply_split(m, summarize_split(basis_rows(rows)[1], runs))
-    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
+    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines, anomalies=anomalies_of(data))
 
 
 def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
