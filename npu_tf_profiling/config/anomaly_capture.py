@@ -54,40 +54,41 @@ _RANGES: dict[str, tuple[float, float, bool]] = {
 
 
 def validate_anomaly_capture(key: str, value: Any) -> str | dict[str, Any]:
-    """``"on"``/``"off"``, or a mapping of the settings; returns "off" or every setting filled in."""
-    if value == "off":
-        return "off"
-    if value == "on":
-        return AnomalySettings().to_dict()
+    """``"on"``/``"off"`` as given, or a mapping of the settings, returned with every setting filled in."""
+    if value in ("on", "off"):
+        return value
     if not isinstance(value, Mapping):
-        raise ProfilingOptionsError(
-            f"option '{key}': invalid value {shown(value)}; expected \"on\", \"off\" or an object with "
-            + ", ".join(_RANGES)
-        )
+        raise _fail(key, value, '"on", "off" or an object with any of ' + ", ".join(_RANGES))
     settings: dict[str, Any] = AnomalySettings().to_dict()
     for name, item in value.items():
         if name not in _RANGES:
-            raise ProfilingOptionsError(f"option '{key}': unknown setting {shown(name)}; known: {', '.join(_RANGES)}")
+            raise _fail(key, value, f"settings from {', '.join(_RANGES)} (unknown: {shown(name)})")
         low, high, whole = _RANGES[name]
         number_ok = isinstance(item, (int, float)) and not isinstance(item, bool) and math.isfinite(item)
         if not number_ok or (whole and item != int(item)) or not low <= item <= high:
-            kind = "a whole number" if whole else "a number"
-            raise ProfilingOptionsError(f"option '{key}': setting '{name}' is {shown(item)}; expected {kind} from {low} to {high}")
+            raise _fail(key, value, f"'{name}' {'a whole number' if whole else 'a number'} from {low} to {high}")
         settings[name] = int(item) if whole else float(item)
     return settings
 
 
+def _fail(key: str, value: Any, expected: str) -> ProfilingOptionsError:
+    return ProfilingOptionsError(f"option '{key}': invalid value {shown(value)}; expected {expected}")
+
+
 def settings_of(value: Any) -> AnomalySettings | None:
     """The settings of a validated value (None: off or not given)."""
+    if value == "on":
+        return AnomalySettings()
     if not isinstance(value, Mapping):
         return None
     return AnomalySettings(**value)
 
 
 def check_needs_training_trace(values: Mapping[str, Any]) -> None:
-    """The iteration times the detection watches come from training_trace: without it nothing could fire."""
-    if isinstance(values.get(KEY), Mapping) and values.get("training_trace") != "on":
+    """The iteration times the detection watches come from training_trace: it is on with anomaly_capture
+    (`runtime.collection`), and turning it off explicitly as well is a contradiction, refused now."""
+    if settings_of(values.get(KEY)) is not None and values.get("training_trace") == "off":
         raise ProfilingOptionsError(
-            f"option '{KEY}' needs \"training_trace\": \"on\" (it watches the iteration times), "
-            f"got training_trace {shown(values.get('training_trace'))}"
+            f"option '{KEY}' needs training_trace (it watches the iteration times), "
+            f"but \"training_trace\" is \"off\"; remove one of them"
         )

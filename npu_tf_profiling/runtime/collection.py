@@ -55,7 +55,7 @@ class Collection:
             drain_often()
         return cls(
             run=run,
-            training_trace=options.is_on("training_trace"),
+            training_trace=options.is_on("training_trace") or anomaly is not None,  # its detection reads the step trace
             task_trace=options.is_on("task_trace"),
             window=window,
             owner_closes=fresh,
