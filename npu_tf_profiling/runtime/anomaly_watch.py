@@ -16,8 +16,9 @@ task_trace where `Collection.wants` says so). Once the baseline holds
 REFERENCE_AFTER iterations, one reference capture of normal iterations is
 taken, so the reports can say what the slow ones ran that the normal ones did
 not; a model's detection starts once its reference is done. A traced iteration is slower by the tracing itself, so it is judged against
-the reference's traced iterations, and the iteration after it (which holds the
-writing of the trace) is not judged at all. ``max_captures`` and ``cooldown`` (iterations after a capture before the
+the reference's traced iterations, and the iterations just before and after a
+capture (which hold the start of the tracing and the writing of the trace) are
+not judged at all. ``max_captures`` and ``cooldown`` (iterations after a capture before the
 next) bound the disk; ``storage_limit`` still caps everything.
 
 Each capture becomes one line of ``anomalies.jsonl`` when its iterations and its
@@ -107,6 +108,8 @@ class AnomalyWatch:
                 return False
             if capture.start is None:
                 capture.start = iteration_id
+                # The iteration before holds the start of the tracing (tf.profiler's start on the TF2 path): not judged.
+                self._disturbed.setdefault(capture.model_id, set()).add(iteration_id - 1)
             if len(capture.captured) < self.settings.steps and iteration_id >= capture.start:
                 capture.captured.append(iteration_id)
                 return True
