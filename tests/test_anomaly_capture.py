@@ -1,0 +1,152 @@
+"""anomaly_capture end to end: real TF1 and TF2 trainings with a planted slow regime and a lone spike.
+
+tests/scripts/anomaly_train.py runs, under a `tf.cond` on the step, a chain of
+matmuls (``slow_regime/...``, 150 ms and more) at iteration SPIKE alone and
+at REGIME. One TF1 job (watched by `npu-tf-prof watch` while it runs, and
+trained once more unprofiled for the weights) and one TF2 job are shared by the
+module. The thresholds (factor 5, min_us 60 ms) sit above this loaded host's
+noise (steady iterations of 1-15 ms, now and then 45 ms: measured on these jobs
+at load 8) and well below the planted 150+ ms, so the planted iterations are
+the only slow ones the tests expect.
+
+The watch's own logic (baseline, reference, cooldown, max_captures, a spike
+against a regime) is checked on synthetic iteration times, without TensorFlow.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npu_tf_profiling.config.anomaly_capture import AnomalySettings
+from npu_tf_profiling.reports.anomalies import read_anomaly_lines
+from npu_tf_profiling.runtime.anomaly_watch import REFERENCE_AFTER, AnomalyWatch
+from tests.helpers.trace_files import only_prof_dir
+
+SCRIPT = Path(__file__).parent / "scripts" / "anomaly_train.py"
+STEPS, SPIKE, REGIME = 300, 150, (230, 234)
+PLANTED = {SPIKE, *range(REGIME[0], REGIME[1] + 1)}
+SETTINGS = {"factor": 5, "min_us": 60000, "steps": 3, "cooldown": 20}
+
+
+def _env(output: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    env["STEP_SLEEP_S"] = "0.003"  # a few ms a step: the reference is taken well before the spike
+    if output is not None:
+        env.update(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps({"output": str(output), "anomaly_capture": SETTINGS}))
+    return env
+
+
+def _train(mode: str, output: Path | None) -> subprocess.Popen:
+    argv = [sys.executable, str(SCRIPT), mode, str(STEPS), str(SPIKE), *map(str, REGIME)]
+    return subprocess.Popen(argv, env=_env(output), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory) -> dict:
+    """The TF1 job with `watch` beside it, its unprofiled twin, and the TF2 job, all at once."""
+    out1, out2 = tmp_path_factory.mktemp("tf1"), tmp_path_factory.mktemp("tf2")
+    procs = {"tf1": _train("tf1", out1), "plain": _train("tf1", None), "tf2": _train("tf2", out2)}
+    watch = subprocess.Popen([sys.executable, "-m", "npu_tf_profiling", "watch", str(out1), "--json", "--interval", "0.5",
+                              "--wait", "200"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done = {name: proc.communicate(timeout=300) for name, proc in procs.items()}
+    for name, proc in procs.items():
+        assert proc.returncode == 0, done[name][1]
+    watched = watch.communicate(timeout=60)
+    return {"tf1": out1, "tf2": out2, "done": done, "watch": (watch.returncode, *watched)}
+
+
+def _lines(output: Path) -> list[dict]:
+    (device,) = only_prof_dir(output).glob("device_*")
+    return read_anomaly_lines(device)
+
+
+def _summary(output: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "npu_tf_profiling", "summary", str(output), "--json"],
+                          text=True, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (summary,) = json.loads(done.stdout)
+    return summary
+
+
+@pytest.mark.parametrize("mode", ["tf1", "tf2"])
+def test_the_regime_is_captured_and_its_ops_are_what_changed(jobs: dict, mode: str) -> None:
+    lines = _lines(jobs[mode])
+    assert [line["kind"] for line in lines].count("reference") == 1
+    (regime,) = [a for a in _summary(jobs[mode])["anomalies"] if REGIME[0] <= a["first_slow"] <= REGIME[1]]
+    assert regime["persisted"] and regime["captured"] and set(regime["still_slow"]) <= PLANTED
+    assert regime["captured"][0] - regime["first_slow"] <= 3  # detected within the regime, its iterations traced
+    changed = regime["changed"]
+    assert changed and all("slow_regime/" in op["name"] and op["new"] for op in changed[:5]), changed
+    assert {op["op_type"] for op in changed[:5]} == {"MatMul"}
+
+
+@pytest.mark.parametrize("mode", ["tf1", "tf2"])
+def test_the_spike_is_reported_as_one_that_did_not_persist(jobs: dict, mode: str) -> None:
+    (spike,) = [a for a in _lines(jobs[mode]) if a["kind"] == "anomaly" and a["first_slow"] == SPIKE]
+    assert spike["last_slow"] == SPIKE and spike["slow_iterations"] == 1
+    assert spike["captured"] and not spike["persisted"]
+
+
+@pytest.mark.parametrize("mode", ["tf1", "tf2"])
+def test_steady_iterations_capture_nothing_but_the_reference(jobs: dict, mode: str) -> None:
+    lines = _lines(jobs[mode])
+    (reference,) = [line for line in lines if line["kind"] == "reference"]
+    assert max(reference["captured"]) < SPIKE
+    false = [a for a in lines if a["kind"] == "anomaly" and a["first_slow"] not in PLANTED]
+    assert not false, false
+
+
+def test_the_task_files_hold_the_captured_iterations_and_the_results_are_unchanged(jobs: dict) -> None:
+    lines = _lines(jobs["tf1"])
+    captured = {i for line in lines for i in line["captured"]}
+    (task_time,) = (only_prof_dir(jobs["tf1"]) / "mindstudio_profiler_output").glob("task_time_*.csv")
+    with task_time.open(newline="") as handle:
+        assert {int(row["Iteration ID"]) for row in csv.DictReader(handle)} == captured
+    weights = {name: json.loads(jobs["done"][name][0].splitlines()[-1])["weights"] for name in ("tf1", "plain")}
+    assert weights["tf1"] == weights["plain"]
+
+
+def test_watch_follows_the_job_to_its_end(jobs: dict) -> None:
+    code, out, err = jobs["watch"]
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    counts = [line["iterations"] for line in lines]
+    assert counts == sorted(counts) and len({c for c in counts if 0 < c < STEPS}) >= 2  # it grew while the job ran
+    assert counts[-1] == STEPS and lines[-1]["running"] == 0 and lines[-1]["captured"] >= 2
+    assert out.splitlines()[-1] == "job finished: 1 device folder(s) closed"
+
+
+# ----- the watch's logic on synthetic times ----------------------------------------------------
+def _feed(watch: AnomalyWatch, times_us: list[float], traced: set[int]) -> None:
+    """Run iterations 1.. with these times; the ones `wants` grants take `traced` µs more (as FULL_TRACE does)."""
+    end = 0.0
+    for iteration, time_us in enumerate(times_us, start=1):
+        slowed = 2000.0 if watch.wants(iteration) else 0.0
+        if slowed:
+            traced.add(iteration)
+        end += time_us + slowed
+        watch.observe(1, np.array([iteration]), np.array([end]))
+
+
+def test_cooldown_and_max_captures_bound_the_captures() -> None:
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=2, cooldown=10), written.append)
+    times = [1000.0] * 200
+    for slow_at in (60, 65, 100, 150):  # 65: in the cooldown after 60's capture; 150: past max_captures
+        times[slow_at - 1] = 9000.0
+    traced: set[int] = set()
+    _feed(watch, times, traced)
+    watch.close()
+    reference, *anomalies = written
+    assert reference["kind"] == "reference" and reference["captured"] == [REFERENCE_AFTER + 3, REFERENCE_AFTER + 4]  # iteration 1 has no time
+    assert [(a["first_slow"], a["captured"], a.get("not_captured", "")[:8]) for a in anomalies] == [
+        (60, [61, 62], ""), (65, [], "in the c"), (100, [101, 102], ""), (150, [], "max_capt")]
+    assert all(not a["persisted"] for a in anomalies)  # lone spikes: the traced iterations were normal
+    assert traced == {23, 24, 61, 62, 101, 102}
