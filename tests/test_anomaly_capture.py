@@ -1,13 +1,13 @@
 """anomaly_capture end to end: real TF1 and TF2 trainings with a planted slow regime and a lone spike.
 
-tests/scripts/anomaly_train.py runs, under a `tf.cond` on the step, a chain of
-matmuls (``slow_regime/...``, 150 ms and more) at iteration SPIKE alone and
+tests/scripts/anomaly_train.py runs, under a `tf.cond` on the step, a 400 ms
+sleep op and a few matmuls (``slow_regime/...``) at iteration SPIKE alone and
 at REGIME. One TF1 job (watched by `npu-tf-prof watch` while it runs, and
 trained once more unprofiled for the weights) and one TF2 job are shared by the
-module. The thresholds (factor 5, min_us 60 ms) sit above this loaded host's
-noise (steady iterations of 1-15 ms, now and then 45 ms: measured on these jobs
-at load 8) and well below the planted 150+ ms, so the planted iterations are
-the only slow ones the tests expect.
+module. The thresholds (factor 5, min_us 150 ms) sit above this loaded host's
+noise (steady iterations of 1-15 ms, now and then 70 ms: measured on these jobs
+at load 8) and well below the planted 400 ms, so the planted iterations are the
+only slow ones the tests expect.
 
 The watch's own logic (baseline, reference, cooldown, max_captures, a spike
 against a regime) is checked on synthetic iteration times, without TensorFlow.
@@ -32,7 +32,7 @@ from tests.helpers.trace_files import only_prof_dir
 SCRIPT = Path(__file__).parent / "scripts" / "anomaly_train.py"
 STEPS, SPIKE, REGIME = 300, 150, (230, 234)
 PLANTED = {SPIKE, *range(REGIME[0], REGIME[1] + 1)}
-SETTINGS = {"factor": 5, "min_us": 60000, "steps": 3, "cooldown": 20}
+SETTINGS = {"factor": 5, "min_us": 150000, "steps": 3, "cooldown": 20}
 
 
 def _env(output: Path | None) -> dict[str, str]:
@@ -83,8 +83,9 @@ def test_the_regime_is_captured_and_its_ops_are_what_changed(jobs: dict, mode: s
     assert regime["persisted"] and regime["captured"] and set(regime["still_slow"]) <= PLANTED
     assert regime["captured"][0] - regime["first_slow"] <= 3  # detected within the regime, its iterations traced
     changed = regime["changed"]
-    assert changed and all("slow_regime/" in op["name"] and op["new"] for op in changed[:5]), changed
-    assert {op["op_type"] for op in changed[:5]} == {"MatMul"}
+    assert changed[0]["name"].endswith("slow_regime/sleep") and changed[0]["new"], changed  # the sleep: the largest
+    assert changed[0]["us_per_iteration"] >= 0.9 * 400_000
+    assert all("slow_regime/" in op["name"] for op in changed), changed  # ops below 0.5% of the slowdown: not named
 
 
 @pytest.mark.parametrize("mode", ["tf1", "tf2"])

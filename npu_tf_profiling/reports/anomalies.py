@@ -7,7 +7,10 @@ traced, and whether they were still slow). The tasks of those iterations are in
 the folder's task records like any task_trace iteration, so "what changed" is
 read from the task table: per op (name and type), its time per iteration in the
 anomaly's captured iterations against the reference's. An op the reference did
-not run, or ran CHANGED_RATIO times shorter, is named, largest added time first.
+not run, or ran CHANGED_RATIO times shorter, is named, largest added time first,
+when its added time is at least CHANGED_FLOOR_US and CHANGED_SHARE of the
+slowdown (the captured iterations' mean time over the reference's): smaller
+differences are the noise of kernels that ran in both.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from npu_tf_profiling.reports.prof_dir import ProfData
 KEY = "anomalies"
 CHANGED_RATIO = 2.0  # an op at least this many times longer per iteration than in the reference has changed
 CHANGED_FLOOR_US = 20.0  # nor less than this added per iteration: below it, a kernel's time is timer noise
+CHANGED_SHARE = 0.005  # nor less than this share of the slowdown
 CHANGED_SHOWN = 10
 
 
@@ -56,14 +60,15 @@ def _per_iteration_us(tasks: Any, model_id: int, iterations: list[int]) -> pd.Da
     return out
 
 
-def what_changed(tasks: Any, model_id: int, captured: list[int], reference: list[int]) -> list[dict[str, Any]]:
+def what_changed(tasks: Any, model_id: int, captured: list[int], reference: list[int], slowdown_us: float = 0.0) -> list[dict[str, Any]]:
     """The ops the captured iterations ran and the reference did not, or ran much longer (module docstring)."""
+    floor = max(CHANGED_FLOOR_US, CHANGED_SHARE * slowdown_us)
     now = _per_iteration_us(tasks, model_id, captured)
     before = _per_iteration_us(tasks, model_id, reference).set_index(["name", "op_type"])["us"]
     changed = []
     for name, op_type, us in now.itertuples(index=False):
         was = float(before.get((name, op_type), 0.0))
-        if us - was >= CHANGED_FLOOR_US and us >= CHANGED_RATIO * was:
+        if us - was >= floor and us >= CHANGED_RATIO * was:
             changed.append({"name": name, "op_type": op_type, "us_per_iteration": round(us, 1),
                             "reference_us_per_iteration": round(was, 1), "new": was == 0.0})
     changed.sort(key=lambda c: c["reference_us_per_iteration"] - c["us_per_iteration"])
@@ -80,15 +85,21 @@ def anomalies_of(data: ProfData) -> list[dict[str, Any]]:
         anomalies = [line for line in lines if line.get("kind") == "anomaly"]
         if not anomalies:
             continue
-        references = {line.get("model_id"): line.get("captured") or [] for line in lines if line.get("kind") == "reference"}
+        references = {line.get("model_id"): line for line in lines if line.get("kind") == "reference"}
         tasks = device_task_table(device, data.table) if any(a.get("captured") for a in anomalies) else None
         for anomaly in anomalies:
             entry = dict(anomaly, device_id=device.device_id)
-            reference = references.get(anomaly.get("model_id"))
-            if tasks is not None and anomaly.get("captured") and reference:
-                entry["changed"] = what_changed(tasks, int(anomaly["model_id"]), anomaly["captured"], reference)
+            reference = references.get(anomaly.get("model_id")) or {}
+            if tasks is not None and anomaly.get("captured") and reference.get("captured"):
+                slowdown = _mean(anomaly.get("captured_us")) - _mean(reference.get("captured_us"))
+                entry["changed"] = what_changed(tasks, int(anomaly["model_id"]), anomaly["captured"], reference["captured"], slowdown)
             out.append(entry)
     return out
+
+
+def _mean(values: Any) -> float:
+    numbers = [v for v in values or [] if isinstance(v, (int, float))]
+    return sum(numbers) / len(numbers) if numbers else 0.0
 
 
 def render_anomaly(entry: dict[str, Any]) -> list[str]:

@@ -22,14 +22,21 @@ import tensorflow as tf
 
 mode, steps, spike, regime_start, regime_end = sys.argv[1], *map(int, sys.argv[2:6])
 pause = float(os.environ.get("STEP_SLEEP_S", "0"))
-SLOW_SIZE, SLOW_CHAIN = 384, 36  # 150 ms or more on 2 cores (300-600 ms loaded); a step takes 1-15 ms, rarely 45
+SLOW_SIZE, SLOW_CHAIN = 256, 4  # a few ms of matmuls
+SLOW_SLEEP_S = 0.4  # and a sleep: far above this loaded host's noise (up to ~70 ms seen), at no CPU cost
 x_data = np.random.default_rng(0).normal(size=(256, 8)).astype(np.float32)
 slow_seed = np.random.default_rng(1).normal(size=(SLOW_SIZE, SLOW_SIZE)).astype(np.float32) / SLOW_SIZE
 
 
+def _sleep(step):
+    time.sleep(SLOW_SLEEP_S)
+    return np.float32(0.0)
+
+
 def slow_or_not(step, seed, v1):
-    """About 0.0 (too small to change the loss), after the matmul chain on the planted iterations (the step counts from 1). The chain starts from
-    a variable (`seed`): from a constant, grappler would fold it away before the first run."""
+    """About 0.0 (too small to change the loss), after the planted ops on the planted iterations (the step
+    counts from 1): a sleep (`EagerPyFunc`) and a chain of matmuls. The chain starts from a variable
+    (`seed`): from a constant, grappler would fold it away before the first run."""
     planted = tf.logical_or(tf.equal(step, spike), tf.logical_and(step >= regime_start, step <= regime_end))
 
     def slow():
@@ -37,7 +44,8 @@ def slow_or_not(step, seed, v1):
             m = seed
             for _ in range(SLOW_CHAIN):
                 m = tf.matmul(m, m) + 1e-3
-            return tf.reduce_sum(m) * 1e-30  # not * 0.0: grappler drops a product with zero, and the chain with it
+            slept = tf.py_function(_sleep, [step], tf.float32, name="sleep")
+            return tf.reduce_sum(m) * 1e-30 + slept  # not * 0.0: grappler drops a product with zero, and the chain with it
 
     return v1.cond(planted, slow, lambda: tf.constant(0.0))
 
