@@ -85,7 +85,9 @@ def test_the_regime_is_captured_and_its_ops_are_what_changed(jobs: dict, mode: s
     changed = regime["changed"]
     assert changed[0]["name"].endswith("slow_regime/sleep") and changed[0]["new"], changed  # the sleep: the largest
     assert changed[0]["us_per_iteration"] >= 0.9 * 400_000
-    assert all("slow_regime/" in op["name"] for op in changed), changed  # ops below 0.5% of the slowdown: not named
+    # The planted ops are most of what changed; an op the load slowed (IteratorGetNext waiting 10 ms) may be named too.
+    planted = sum(op["us_per_iteration"] - op["reference_us_per_iteration"] for op in changed if "slow_regime/" in op["name"])
+    assert planted >= 0.9 * sum(op["us_per_iteration"] - op["reference_us_per_iteration"] for op in changed), changed
 
 
 @pytest.mark.parametrize("mode", ["tf1", "tf2"])
