@@ -17,8 +17,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,8 @@ import pytest
 
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
+from npu_tf_profiling.reports.tensorboard_events import REDUCE_TAG, TAGS
+from npu_tf_profiling.runtime.live_scalars import DATA_AUG, FP_TO_BP, ITERATION_TIME, LIVE_TAGS
 from npu_tf_profiling.runtime.anomaly_watch import REFERENCE_AFTER, AnomalyWatch
 from tests.helpers.trace_files import only_prof_dir
 
@@ -35,31 +39,58 @@ PLANTED = {SPIKE, *range(REGIME[0], REGIME[1] + 1)}
 SETTINGS = {"factor": 5, "min_us": 150000, "steps": 3, "cooldown": 20}
 
 
-def _env(output: Path | None) -> dict[str, str]:
+def _env(output: Path | None, logdir: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
     env["STEP_SLEEP_S"] = "0.003"  # a few ms a step: the reference is taken well before the spike
     if output is not None:
-        env.update(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps({"output": str(output), "anomaly_capture": SETTINGS}))
+        options = {"output": str(output), "anomaly_capture": SETTINGS, **({"tensorboard": str(logdir)} if logdir else {})}
+        env.update(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps(options))
     return env
 
 
-def _train(mode: str, output: Path | None) -> subprocess.Popen:
+def _train(mode: str, output: Path | None, logdir: Path | None = None) -> subprocess.Popen:
     argv = [sys.executable, str(SCRIPT), mode, str(STEPS), str(SPIKE), *map(str, REGIME)]
-    return subprocess.Popen(argv, env=_env(output), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(argv, env=_env(output, logdir), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _events(logdir: Path) -> list:
+    """The scalar events of the logdir's event files (TFRecord framing read here: no TensorFlow)."""
+    from tensorboard.compat.proto import event_pb2
+
+    found = []
+    for path in logdir.glob("*/events.out.tfevents.*"):
+        data, at = path.read_bytes(), 0
+        while at + 12 <= len(data):
+            (size,) = struct.unpack_from("<Q", data, at)
+            if at + 16 + size > len(data):
+                break
+            event = event_pb2.Event.FromString(data[at + 12: at + 12 + size])
+            found += [event] if event.summary.value else []
+            at += 16 + size
+    return found
 
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory) -> dict:
-    """The TF1 job with `watch` beside it, its unprofiled twin, and the TF2 job, all at once."""
-    out1, out2 = tmp_path_factory.mktemp("tf1"), tmp_path_factory.mktemp("tf2")
-    procs = {"tf1": _train("tf1", out1), "plain": _train("tf1", None), "tf2": _train("tf2", out2)}
+    """The TF1 job (with the tensorboard option) and `watch` beside it, its unprofiled twin, and the TF2 job, all at
+    once. While the TF1 job runs, its live TensorBoard file is read every 0.2 s: (read time, steps, newest wall time)."""
+    out1, out2, logdir = (tmp_path_factory.mktemp(name) for name in ("tf1", "tf2", "tb"))
+    procs = {"tf1": _train("tf1", out1, logdir), "plain": _train("tf1", None), "tf2": _train("tf2", out2)}
     watch = subprocess.Popen([sys.executable, "-m", "npu_tf_profiling", "watch", str(out1), "--json", "--interval", "0.5",
                               "--wait", "200"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    live = []
+    started = time.monotonic()
+    while procs["tf1"].poll() is None and time.monotonic() - started < 300:
+        events = _events(logdir)
+        if events:
+            live.append((time.time(), len(events), max(e.wall_time for e in events)))
+        time.sleep(0.2)
     done = {name: proc.communicate(timeout=300) for name, proc in procs.items()}
     for name, proc in procs.items():
         assert proc.returncode == 0, done[name][1]
     watched = watch.communicate(timeout=60)
-    return {"tf1": out1, "tf2": out2, "done": done, "watch": (watch.returncode, *watched)}
+    return {"tf1": out1, "tf2": out2, "done": done, "watch": (watch.returncode, *watched), "live": live,
+            "logdir": logdir}
 
 
 def _lines(output: Path) -> list[dict]:
@@ -124,6 +155,19 @@ def test_watch_follows_the_job_to_its_end(jobs: dict) -> None:
     assert counts == sorted(counts) and len({c for c in counts if 0 < c < STEPS}) >= 2  # it grew while the job ran
     assert counts[-1] == STEPS and lines[-1]["running"] == 0 and lines[-1]["captured"] >= 2
     assert out.splitlines()[-1] == "job finished: 1 device folder(s) closed"
+
+
+def test_tensorboard_scalars_are_written_while_the_job_runs(jobs: dict) -> None:
+    live = [(read, count, newest) for read, count, newest in jobs["live"] if count < STEPS]
+    assert len(live) >= 3, jobs["live"]  # read several times before the job ended, each time with more
+    lags = sorted(read - newest for read, _, newest in live)
+    assert lags[len(lags) // 2] <= 2.0, lags  # the target: at most 2 s behind (the drains come every 0.1 s here)
+    # At exit the reports replaced the live file with the step table's: every iteration once, the same tags.
+    events = _events(jobs["logdir"])
+    assert sorted(e.step for e in events) == list(range(1, STEPS + 1))
+    assert {v.tag for e in events for v in e.summary.value} <= set(TAGS) | {REDUCE_TAG}
+    assert {ITERATION_TIME, FP_TO_BP, DATA_AUG} <= {v.tag for e in events for v in e.summary.value}
+    assert set(LIVE_TAGS) == set(TAGS) | {REDUCE_TAG}  # the live scalars are the reports' tags
 
 
 # ----- the watch's logic on synthetic times ----------------------------------------------------

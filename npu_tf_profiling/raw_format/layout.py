@@ -90,6 +90,11 @@ GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
 K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
+# The `tensorboard` option's event files, under its logdir (written live by the runtime, whole by the reports).
+TENSORBOARD_RUN = "rank_{rank}_model_{model_id}"
+TENSORBOARD_EVENT_FILE = "events.out.tfevents.{first}.{prof}.npu_tf_profiling"  # first: the first Iteration End, s
+TENSORBOARD_TAG_PREFIX = "step_trace/"
+TENSORBOARD_FILE_VERSION = "brain.Event:2"
 ANOMALIES_FILE = "anomalies.jsonl"  # anomaly_capture: one JSON object a line, each capture (reference or anomaly)
 K_CLOSED = "closed_us"  # info.json: when the job closed the folder (absent while it runs, or if it was killed)
 # Keys of a task_trace record header.

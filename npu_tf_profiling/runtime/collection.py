@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -16,7 +18,9 @@ import numpy as np
 from npu_tf_profiling.config import Resolution
 from npu_tf_profiling.config.anomaly_capture import settings_of
 from npu_tf_profiling.config.schedule import CollectionWindow, ScheduleAction
+from npu_tf_profiling.raw_format.training_frame import RecordShape
 from npu_tf_profiling.runtime.anomaly_watch import AnomalyWatch
+from npu_tf_profiling.runtime.live_scalars import LiveScalars
 from npu_tf_profiling.runtime.profiling_run import ProfilingRun, before_exit_reports, profiling_run_for
 from npu_tf_profiling.runtime.ring_reader import drain_often
 
@@ -35,6 +39,8 @@ class Collection:
     owner_closes: bool = False
     # anomaly_capture: task_trace armed by slow iterations (runtime.anomaly_watch); None when the option is off.
     anomaly: AnomalyWatch | None = None
+    # the `tensorboard` option: scalars appended while the job runs (runtime.live_scalars)
+    live: LiveScalars | None = None
     _next_report: float = field(default=0.0, repr=False)
     _saved_through: int = field(default=0, repr=False)
 
@@ -53,6 +59,10 @@ class Collection:
             anomaly = AnomalyWatch(settings, run.record_anomaly)
             before_exit_reports(anomaly.close)
             drain_often()
+        live = None
+        if options.tensorboard is not None:
+            live = LiveScalars(Path(options.tensorboard), run.device_id, run.prof_dir.name)
+            before_exit_reports(live.close)
         return cls(
             run=run,
             training_trace=options.is_on("training_trace") or anomaly is not None,  # its detection reads the step trace
@@ -60,6 +70,7 @@ class Collection:
             window=window,
             owner_closes=fresh,
             anomaly=anomaly,
+            live=live,
         )
 
     @property
@@ -85,10 +96,21 @@ class Collection:
             tasks = self.anomaly.wants(iteration_id)
         return probe, tasks
 
-    def observe(self, model_id: int, ids: np.ndarray, times_us: np.ndarray) -> None:
-        """Recorded rows of one model (`times_us` as in the frame: the iteration end last), for anomaly_capture."""
-        if self.anomaly is not None and len(ids):
+    def recorded(self, model_id: int, shape: RecordShape, ids: np.ndarray, times_us: np.ndarray) -> None:
+        """Rows of one model just recorded (on the ring reader thread, mostly): anomaly_capture watches
+        them, and the `tensorboard` option's scalars get them now (`live_scalars`). A failure of the
+        live scalars is one warning, and they stop."""
+        if not len(ids):
+            return
+        if self.anomaly is not None:
             self.anomaly.observe(model_id, ids, times_us[:, -1])
+        if self.live is not None:
+            try:
+                self.live.append(model_id, shape, ids, times_us)
+            except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+                self.live = None
+                warnings.warn(f"npu_tf_profiling: live TensorBoard scalars stopped ({exc!r}); they are written at exit",
+                              RuntimeWarning, stacklevel=2)
 
     def trace_mask(self, iteration_ids: np.ndarray) -> np.ndarray:
         """Which of these iterations' step-trace rows to keep (all, unless the window bounds training_trace)."""

@@ -259,7 +259,7 @@ class FunctionModel:
         records["times"] = times
         model_id = self.entry_in(collection).model_id
         collection.run.record_trace_frame(encode_frame(model_id, shape, records))
-        collection.observe(model_id, runs, times)
+        collection.recorded(model_id, shape, runs, times)
         collection.cycle_ended(runs)
 
     def _feed(self, shape: RecordShape, times: np.ndarray) -> None:

@@ -345,7 +345,7 @@ class Recorder:
         records["times"] = rows[:, self._times_from:] * 1e6
         model = self._state.model_in(collection.run, self._graph, collection.may_capture_tasks, self._source)
         collection.run.record_trace_frame(encode_frame(model.model_id, shape, records))
-        collection.observe(model.model_id, ids, records["times"])
+        collection.recorded(model.model_id, shape, ids, records["times"])
         collection.cycle_ended(ids)
 
     def _record_tasks(self, row: Any, run_metadata: RawRunMetadata, start: float, end: float) -> None:
