@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
 from npu_tf_profiling.reports.cluster.anomalies import anomaly_notes, cluster_anomalies
@@ -171,6 +172,15 @@ def test_tensorboard_scalars_are_written_while_the_job_runs(jobs: dict) -> None:
     assert {v.tag for e in events for v in e.summary.value} <= set(TAGS) | {REDUCE_TAG}
     assert {ITERATION_TIME, FP_TO_BP, DATA_AUG} <= {v.tag for e in events for v in e.summary.value}
     assert set(LIVE_TAGS) == set(TAGS) | {REDUCE_TAG}  # the live scalars are the reports' tags
+
+
+def test_the_charts_page_marks_the_anomalies_on_the_phases_chart(jobs: dict, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    assert main(["view", str(jobs["tf1"]), "-o", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert f"Anomaly, Model ID 1: iterations {REGIME[0]}.." in html  # the summary's lines
+    assert html.count('"fillcolor":"#d62728"') == 2  # the spike and the regime, shaded
+    assert '"anomaly, captured, a spike"' in html and '"anomaly, captured"' in html
 
 
 # ----- the watch's logic on synthetic times ----------------------------------------------------
