@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from npu_tf_profiling.config import output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import validate_anomaly_capture
 from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
 ON_OFF = ("on", "off")
@@ -201,6 +202,8 @@ SPECS: tuple[OptionSpec, ...] = (
     # runtime/host/ collects it, with host_sys and msproftx.
     OptionSpec("profile_memory", switch, True, "peers' key: peak host (and GPU) memory per iteration"),
     OptionSpec("export_type", export_type, True, "torch_npu's: which reports are written: text (CSV/JSON), db (SQLite), both"),
+    OptionSpec("anomaly_capture", validate_anomaly_capture, True,
+               "ours: task_trace armed when iterations turn slow: \"on\" or {factor, min_us, steps, max_captures, cooldown}"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

@@ -108,6 +108,13 @@ GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
 K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
+# The `tensorboard` option's event files, under its logdir (written live by the runtime, whole by the reports).
+TENSORBOARD_RUN = "rank_{rank}_model_{model_id}"
+TENSORBOARD_EVENT_FILE = "events.out.tfevents.{first}.{prof}.npu_tf_profiling"  # first: the first Iteration End, s
+TENSORBOARD_TAG_PREFIX = "step_trace/"
+TENSORBOARD_FILE_VERSION = "brain.Event:2"
+ANOMALIES_FILE = "anomalies.jsonl"  # anomaly_capture: one JSON object a line, each capture (reference or anomaly)
+K_CLOSED = "closed_us"  # info.json: when the job closed the folder (absent while it runs, or if it was killed)
 # Keys of a task_trace record header.
 HOST_STACKS_FILE = "host_stacks.jsonl"  # with_stack: the training thread's Python stacks (``host_samples``)
 GC_PAUSES_FILE = "gc_pauses.jsonl"  # gc_detect_threshold: Python GC pauses (``host_samples``)
@@ -172,6 +179,10 @@ def host_stacks_path(prof_dir: Path, device_id: int) -> Path:
 
 def gc_pauses_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / GC_PAUSES_FILE
+
+
+def anomalies_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / ANOMALIES_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

@@ -7,6 +7,7 @@ Reports are (re)built when a session closes and once more at interpreter exit.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import platform
 import socket
@@ -71,6 +72,8 @@ class ProfilingRun:
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
         self._xspaces = AppendOnlyWriter(layout.xspace_path(self.prof_dir, self.device_id), self._budget)
         self._others = AppendOnlyWriter(layout.other_runs_path(self.prof_dir, self.device_id), self._budget)
+        self._anomalies = AppendOnlyWriter(layout.anomalies_path(self.prof_dir, self.device_id), self._budget)
+        self._closed_us: int | None = None
         for writer in self._writers:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
@@ -155,6 +158,10 @@ class ProfilingRun:
         if lines:
             self._others.append(b"".join(encode_other_run(*line) for line in lines))
 
+    def record_anomaly(self, entry: dict[str, Any]) -> None:
+        """One anomaly_capture line (`runtime.anomaly_watch`): a capture and what its iterations were."""
+        self._anomalies.append((json.dumps(entry, sort_keys=True) + "\n").encode())
+
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
         with self._lock:
@@ -186,6 +193,8 @@ class ProfilingRun:
             layout.K_OTHER_RUNS_RECORDED: True,  # the runs between iterations are in other_runs.jsonl
             layout.K_OTHER_RUNS: {kind: dict(value) for kind, value in self._other_totals.items()},
         }
+        if self._closed_us is not None:  # `watch` tells a finished job from a running or killed one by it
+            info[layout.K_CLOSED] = self._closed_us
         if self.resolution.ignored_env:
             # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
             info["env_ignored"] = {"variables": dict(self.resolution.ignored_env), "reason": ignored_env_note(self.resolution.ignored_env, self.resolution.source)}
@@ -235,11 +244,11 @@ class ProfilingRun:
         if self._host_stacks is not None:
             self._host_stacks.stop()
         self._host.close()
-        for writer in self._writers:
+        for writer in (*self._writers, self._anomalies):
             writer.close()
-        if self._other_totals:
-            with self._lock:
-                self._write_info()  # the other runs' totals as they ended
+        with self._lock:
+            self._closed_us = int(time.time() * 1e6)
+            self._write_info()  # the other runs' totals as they ended, and closed_us
 
 
 def _task_header(model: ModelEntry, run: int, step: int | None, run_start_us: float, run_end_us: float) -> dict[str, Any]:

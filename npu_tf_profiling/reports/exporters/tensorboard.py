@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.errors import BadInputError, MissingDependencyError, NothingFoundError
 from npu_tf_profiling.reports.exporters import Exporter, ExportJob
@@ -40,11 +41,11 @@ from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.step import table as st
 
 INSTALL_HINT = "pip install 'npu_tf_profiling[tensorboard]' (or: pip install tensorboard)"
-TAG_PREFIX = "step_trace/"
+TAG_PREFIX = layout.TENSORBOARD_TAG_PREFIX
 REDUCE_TAG = f"{TAG_PREFIX}Reduce Duration(us)"  # summed over the all-reduce groups
 # Tag -> step-trace column, in the CSV's order.
 TAGS = {f"{TAG_PREFIX}{column}": column for column in (st.ITERATION_TIME, st.FP_TO_BP, st.ITERATION_REFRESH, st.DATA_AUG_BOUND, st.GETNEXT_TIME)}
-FILE_VERSION = "brain.Event:2"
+FILE_VERSION = layout.TENSORBOARD_FILE_VERSION
 
 
 @dataclass
@@ -57,7 +58,7 @@ class RunWritten:
 
 
 def run_name(rank: int, model_id: int) -> str:
-    return f"rank_{rank}_model_{model_id}"
+    return layout.TENSORBOARD_RUN.format(rank=rank, model_id=model_id)
 
 
 def _protos() -> tuple[Any, Any, Any]:
@@ -84,7 +85,7 @@ def write_runs(data: ProfData, logdir: Path | str) -> list[RunWritten]:
         values = {tag: rows[column].astype("float64").to_numpy(dtype="float64", na_value=np.nan) for tag, column in columns.items()}
         first = int(np.nanmin(ends)) if not np.isnan(ends).all() else 0
         run = run_name(int(device_id), int(model_id))
-        path = logdir / run / f"events.out.tfevents.{first}.{data.prof_dir.name}.npu_tf_profiling"
+        path = logdir / run / layout.TENSORBOARD_EVENT_FILE.format(first=first, prof=data.prof_dir.name)
         out = AtomicFile(path, encoding=None)
         try:
             writer = record_writer(out.handle)

@@ -41,6 +41,8 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
 from npu_tf_profiling.reports.step import host_time
+from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
+from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import OTHER, load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
@@ -144,9 +146,11 @@ class ProfSummary:
     prof_dir: Path
     models: list[ModelSummary]
     skipped_lines: int = 0
+    anomalies: list[dict[str, Any]] = field(default_factory=list)  # anomaly_capture's (reports.anomalies)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models]}
+        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models],
+                ANOMALIES_KEY: self.anomalies}
 
     def render_text(self) -> str:
         lines = [str(self.prof_dir)]
@@ -156,6 +160,8 @@ class ProfSummary:
             lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations "
                          f"(Iteration ID {m.first_iteration_id}..{m.last_iteration_id})")
             lines.extend("    " + line for line in m.render_lines())
+        for entry in self.anomalies:
+            lines.extend("  " + line for line in render_anomaly(entry))
         return "\n".join(lines) + "\n"
 
 
@@ -335,7 +341,7 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
             _apply_host_time(m, dirs[m.device_id], info, frame, runs)
         if m.device_id in dirs:
             m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
-    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
+    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines, anomalies=anomalies_of(data))
 
 
 def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Optional[dict[str, Any]] = None) -> None:

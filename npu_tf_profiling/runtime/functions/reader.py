@@ -288,7 +288,9 @@ class FunctionModel:
         records["run"] = runs
         records["step"] = NO_STEP
         records["times"] = times
-        collection.run.record_trace_frame(encode_frame(self.entry_in(collection).model_id, shape, records))
+        model_id = self.entry_in(collection).model_id
+        collection.run.record_trace_frame(encode_frame(model_id, shape, records))
+        collection.recorded(model_id, shape, runs, times)
         collection.cycle_ended(runs)
 
     def _feed(self, shape: RecordShape, times: np.ndarray) -> None:
@@ -313,7 +315,7 @@ class FunctionModel:
                 entry[FALLBACK_KEY] = self.fallbacks
             # task_trace: the kernels' types are the profiler's own labels (profiler_capture), fused kernels as they ran;
             # an empty graph_ops file says so to the reports.
-            op_types: dict[str, str] | None = {} if collection.task_trace else None
+            op_types: dict[str, str] | None = {} if collection.may_capture_tasks else None
             model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry, op_types)
             self._runs[id(collection.run)] = collection.run
         return model
