@@ -26,6 +26,7 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
@@ -143,6 +144,16 @@ class ProfilingRun:
         if lines:
             self._others.append(b"".join(encode_other_run(*line) for line in lines))
 
+    def write_call_sites(self) -> None:
+        """call_sites.json: the user's lines `advise` names (``runtime.call_sites``), as recorded so far."""
+        from npu_tf_profiling.runtime import call_sites
+
+        path = layout.device_dir(self.prof_dir, self.device_id) / layout.DATA_DIR / CALL_SITES_FILE
+        try:
+            atomic_write_json(path, call_sites.payload())
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc!r}", RuntimeWarning, stacklevel=2)
+
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
         with self._lock:
@@ -198,6 +209,7 @@ class ProfilingRun:
         still in flight would make them say things the final report, which prints, no longer does.
         """
         self.flush_other_runs()
+        self.write_call_sites()
         if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
         if _report_builder is None:
