@@ -34,6 +34,7 @@ SUBCOMMANDS: dict[str, str] = {
     "diff": "npu_tf_profiling.reports.commands.diff",
     "tensorboard": "npu_tf_profiling.reports.commands.tensorboard",
     "run": "npu_tf_profiling.bridge.launch.launcher",
+    "advise": "npu_tf_profiling.reports.commands.advise",
 }
 
 SUBCOMMAND_HELP: dict[str, str] = {
@@ -44,6 +45,7 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "view": "write one offline HTML page of charts (phases, distribution, slowest iterations, top ops, ranks)",
     "diff": "compare two runs per model and phase (medians, p90s, 95% CI): exit code 4 when Iteration Time regressed",
     "tensorboard": "write the step phases as TensorBoard scalars (one run per model and rank): --logdir DIR",
+    "advise": "the knob to turn, the line that sets it, and the expected gain (findings ordered by gain; --json)",
     "run": "run an unmodified Ascend (npu_bridge) script on CPU/GPU TensorFlow: npu-tf-prof run [--tf1] SCRIPT [ARGS...]",
 }
 

@@ -36,6 +36,8 @@ RUN_CONFIG = "NPURunConfig"  # args: {"iterations_per_loop": int}
 TRAINING_RUN = "training step"  # the line that runs the training step (a Session's train-op run)
 OTHER_RUN = "other run"  # args: {"kind": other_runs kind, "name": str | null}
 AUTOTUNE = "AUTOTUNE"
+PIPELINE_STEPS = ("batch", "padded_batch", "repeat", "shuffle")  # recorded as "Dataset.<name>", no args
+DATASET_APIS = (MAP, PREFETCH, CACHE, INTERLEAVE, *(f"Dataset.{name}" for name in PIPELINE_STEPS))
 
 
 @dataclass(frozen=True)

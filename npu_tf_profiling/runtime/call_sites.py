@@ -131,6 +131,8 @@ def _install_tensorflow(tf: ModuleType) -> None:
             _wrap(dataset, "prefetch", cs.PREFETCH, _argument(1, "buffer_size"))
             _wrap(dataset, "cache", cs.CACHE, _argument(1, "filename"))
             _wrap(dataset, "interleave", cs.INTERLEAVE, _argument(4, "num_parallel_calls"))
+            for name in cs.PIPELINE_STEPS:  # where the pipeline ends: a prefetch goes after the last of these
+                _wrap(dataset, name, f"Dataset.{name}", _no_args)
         for reader in ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"):
             for cls in {getattr(tf.data, reader), getattr(tf.compat.v1.data, reader)}:
                 _wrap(cls, "__init__", cs.FILE_READER, lambda args, kwargs, reader=reader: {"reader": reader})
