@@ -1,23 +1,29 @@
 """Suggested unified diffs for the simplest knobs: an argument added to a call, a call appended to a chain.
 
 Only a diff, never applied: the user reads it and decides. It is made only when
-the recorded file is readable here and the call is found on the recorded line
+the recorded file is readable here and each call is found on its recorded line
 with its parentheses balanced; otherwise there is no diff (the finding still
-names the line).
+names the line). Several edits of one file make one diff (a map made parallel
+and a prefetch added at the pipeline's end).
 """
 from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 
-def _read(file: str) -> Optional[str]:
-    try:
-        return Path(file).read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
+@dataclass(frozen=True)
+class Edit:
+    """On `line`, the first `call(...)`: with `argument=value` when `argument` is set, else followed by `appended`."""
+
+    line: int
+    call: str
+    argument: Optional[str] = None
+    value: str = ""
+    appended: str = ""
 
 
 def _line_offset(text: str, line: int) -> Optional[int]:
@@ -41,36 +47,33 @@ def _call_span(text: str, start: int, name: str) -> Optional[tuple[int, int]]:
     return None
 
 
-def _diff(file: str, old: str, new: str) -> Optional[str]:
-    if old == new:
-        return None
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=file, tofile=f"{file} (suggested)", n=1))
-
-
-def with_argument(file: str, line: int, call: str, argument: str, value: str) -> Optional[str]:
-    """`call(...)` on `line` with `argument=value` (replacing the argument's value when present)."""
-    text = _read(file)
-    start = None if text is None else _line_offset(text, line)
-    span = None if start is None else _call_span(text, start, call)
+def _apply(text: str, edit: Edit) -> Optional[str]:
+    start = _line_offset(text, edit.line)
+    span = None if start is None else _call_span(text, start, edit.call)
     if span is None:
         return None
     open_at, close_at = span
+    if edit.argument is None:
+        return text[: close_at + 1] + edit.appended + text[close_at + 1:]
     inside = text[open_at + 1: close_at]
-    present = re.compile(rf"\b{re.escape(argument)}\s*=\s*[^,()]+")
+    present = re.compile(rf"\b{re.escape(edit.argument)}\s*=\s*[^,()]+")
     if present.search(inside):
-        inside = present.sub(f"{argument}={value}", inside, count=1)
+        inside = present.sub(f"{edit.argument}={edit.value}", inside, count=1)
     else:
-        inside = f"{inside.rstrip()}, {argument}={value}" if inside.strip() else f"{argument}={value}"
-    return _diff(file, text, text[: open_at + 1] + inside + text[close_at:])
+        inside = f"{inside.rstrip()}, {edit.argument}={edit.value}" if inside.strip() else f"{edit.argument}={edit.value}"
+    return text[: open_at + 1] + inside + text[close_at:]
 
 
-def with_call_after(file: str, line: int, call: str, appended: str) -> Optional[str]:
-    """`call(...)` on `line` followed by `appended` (e.g. ".prefetch(tf.data.AUTOTUNE)")."""
-    text = _read(file)
-    start = None if text is None else _line_offset(text, line)
-    span = None if start is None else _call_span(text, start, call)
-    if span is None:
+def suggested_diff(file: str, edits: list[Edit]) -> Optional[str]:
+    """One unified diff of `file` with every edit made (later lines first, so earlier offsets hold); None if any fails."""
+    try:
+        old = Path(file).read_text()
+    except (OSError, UnicodeDecodeError):
         return None
-    close_at = span[1]
-    return _diff(file, text, text[: close_at + 1] + appended + text[close_at + 1:])
+    new: Optional[str] = old
+    for edit in sorted(edits, key=lambda e: -e.line):
+        new = _apply(new, edit) if new is not None else None
+    if new is None or new == old:
+        return None
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=file, tofile=f"{file} (suggested)", n=1))

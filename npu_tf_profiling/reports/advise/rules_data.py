@@ -14,7 +14,7 @@ from typing import Optional
 from npu_tf_profiling.raw_format import call_sites as cs
 from npu_tf_profiling.reports.advise.evidence import ModelEvidence
 from npu_tf_profiling.reports.advise.findings import LOW, MEDIUM, Finding, pct, unknown_where
-from npu_tf_profiling.reports.advise.patches import with_argument, with_call_after
+from npu_tf_profiling.reports.advise.patches import Edit, suggested_diff
 
 MIN_INPUT_SHARE = 0.05
 NO_SITES = "no call_sites.json (recorded by this package's runtime since advise; an earlier run, or the pipeline was built before the package loaded)"
@@ -47,18 +47,21 @@ def parallelism(ev: ModelEvidence) -> list[Finding]:
                         "Dataset.map(..., num_parallel_calls=tf.data.AUTOTUNE) then .prefetch(tf.data.AUTOTUNE)",
                         unknown_where(NO_SITES), pct(gain), formula, LOW)]
     out = []
-    diff = None
     if serial:
         site = serial[0]
-        diff = with_argument(site.file, site.line, "map", "num_parallel_calls", "tf.data.AUTOTUNE")
+        edits = [Edit(s.line, "map", "num_parallel_calls", "tf.data.AUTOTUNE") for s in serial if s.file == site.file]
+        last = _last_pipeline_step(ev, site.file)
+        if not has_prefetch and last is not None:
+            edits.append(Edit(last.line, last.api.split(".", 1)[1], appended=".prefetch(tf.data.AUTOTUNE)"))
+        diff = suggested_diff(site.file, edits)
         action = "Dataset.map(..., num_parallel_calls=tf.data.AUTOTUNE)" + ("" if has_prefetch else " then .prefetch(tf.data.AUTOTUNE)")
         knob = "Dataset.map(num_parallel_calls)" + ("" if has_prefetch else " + Dataset.prefetch")
         out.append(Finding("tf.data parallelism", knob, evidence, action, site.where, pct(gain), formula, MEDIUM, diff=diff))
     else:
         maps = ev.sites.of(cs.MAP) or [s for s in ev.sites.sites if s.api in cs.DATASET_APIS]
         last = _last_pipeline_step(ev, maps[0].file) if maps else None
-        if last is not None:
-            diff = with_call_after(last.file, last.line, last.api.split(".", 1)[1], ".prefetch(tf.data.AUTOTUNE)")
+        diff = None if last is None else suggested_diff(
+            last.file, [Edit(last.line, last.api.split(".", 1)[1], appended=".prefetch(tf.data.AUTOTUNE)")])
         where = last.where if last else unknown_where("no Dataset call of the user's was recorded")
         out.append(Finding("tf.data prefetch", "Dataset.prefetch", evidence,
                            "end the pipeline with .prefetch(tf.data.AUTOTUNE)", where, pct(gain), formula, MEDIUM, diff=diff))

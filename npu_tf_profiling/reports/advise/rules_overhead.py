@@ -12,7 +12,7 @@ import numpy as np
 from npu_tf_profiling.raw_format import call_sites as cs
 from npu_tf_profiling.reports.advise.evidence import ModelEvidence
 from npu_tf_profiling.reports.advise.findings import HIGH, LOW, MEDIUM, Finding, pct, unknown_where
-from npu_tf_profiling.reports.advise.patches import with_argument
+from npu_tf_profiling.reports.advise.patches import Edit, suggested_diff
 
 MIN_HOST_SHARE = 0.05
 STEPS_PER_CALL = 32  # the N suggested: per-call overhead becomes ~3% of what it was
@@ -29,7 +29,7 @@ def steps_per_execution(ev: ModelEvidence) -> list[Finding]:
                     {"host_between_steps_pct": pct(h), "steps_per_execution": site.args.get("steps_per_execution")},
                     f"Model.compile(..., steps_per_execution={STEPS_PER_CALL})", site.where, pct(gain),
                     f"h * (1 - 1/N), h = {h:.3f}, N = {STEPS_PER_CALL}", MEDIUM,
-                    diff=with_argument(site.file, site.line, "compile", "steps_per_execution", str(STEPS_PER_CALL)))]
+                    diff=suggested_diff(site.file, [Edit(site.line, "compile", "steps_per_execution", str(STEPS_PER_CALL))]))]
 
 
 def iterations_per_loop(ev: ModelEvidence) -> list[Finding]:
@@ -44,7 +44,7 @@ def iterations_per_loop(ev: ModelEvidence) -> list[Finding]:
                     f"NPURunConfig(..., iterations_per_loop={STEPS_PER_CALL}) (on Ascend: the loop runs on the device; "
                     "CPU/GPU TensorFlow accepts it with no effect)", site.where, pct(gain),
                     f"h * (1 - 1/N), h = {h:.3f}, N = {STEPS_PER_CALL} (on Ascend)", LOW,
-                    diff=with_argument(site.file, site.line, "NPURunConfig", "iterations_per_loop", str(STEPS_PER_CALL)))]
+                    diff=suggested_diff(site.file, [Edit(site.line, "NPURunConfig", "iterations_per_loop", str(STEPS_PER_CALL))]))]
 
 
 def retraces(ev: ModelEvidence) -> list[Finding]:

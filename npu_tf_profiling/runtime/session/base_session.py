@@ -80,39 +80,45 @@ def _call_through(wrappers: list[SessionInitWrapper], tensorflow_init: SessionIn
 
 # ----------------------------------------------------------------------------- waiting for a module to load
 class _PatchAfterExec(importlib.abc.Loader):
-    """Delegates to the module's own loader, then runs the callbacks on the module."""
+    """Delegates to the module's own loader, then runs the callbacks on the module (once: the finder forgets them)."""
 
-    def __init__(self, inner: importlib.abc.Loader, on_loaded: list[Callable[[ModuleType], None]]) -> None:
+    def __init__(self, inner: importlib.abc.Loader, finder: "_ModuleFinder", fullname: str) -> None:
         self._inner = inner
-        self._on_loaded = on_loaded
+        self._finder = finder
+        self._fullname = fullname
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
         return self._inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self._inner.exec_module(module)  # type: ignore[attr-defined]
-        for callback in self._on_loaded:
+        for callback in self._finder.loaded(self._fullname):
             callback(module)
 
 
 class _ModuleFinder(importlib.abc.MetaPathFinder):
-    """Hooks the loader of each awaited module once, with every callback registered until it loads;
-    leaves the import path when nothing is awaited any more."""
+    """Hooks the loader of each awaited module, with every callback registered until it loads; leaves the
+    import path when nothing is awaited any more. A module is forgotten only once executed, not when found:
+    a probe (`importlib.util.find_spec("keras")`, as TensorFlow makes) loads nothing."""
 
     def __init__(self) -> None:
         self.awaited: dict[str, list[Callable[[ModuleType], None]]] = {}
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]], target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
-        on_loaded = self.awaited.pop(fullname, None)
-        if on_loaded is None:
+        if fullname not in self.awaited:
             return None
-        if not self.awaited and self in sys.meta_path:
-            sys.meta_path.remove(self)  # never again on the import path
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return spec
-        spec.loader = _PatchAfterExec(spec.loader, on_loaded)
+        spec.loader = _PatchAfterExec(spec.loader, self, fullname)
         return spec
+
+    def loaded(self, fullname: str) -> list[Callable[[ModuleType], None]]:
+        """The callbacks awaiting `fullname`, forgotten now that it loaded."""
+        callbacks = self.awaited.pop(fullname, [])
+        if not self.awaited and self in sys.meta_path:
+            sys.meta_path.remove(self)  # never again on the import path
+        return callbacks
 
 
 def when_module_loads(fullname: str, on_loaded: Callable[[ModuleType], None]) -> None:
