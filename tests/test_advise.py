@@ -162,3 +162,45 @@ def test_bad_input_exits_2_or_3_without_a_traceback(tmp_path: Path, capsys) -> N
     assert main(["advise", str(empty)]) == 3
     err = capsys.readouterr().err
     assert "Traceback" not in err and "npu-tf-prof advise:" in err
+
+
+def _sites(prof: Path, sites: list[CallSite], cpu_count: int = 4) -> None:
+    data = layout.device_dir(prof, 0) / layout.DATA_DIR
+    (data / CALL_SITES_FILE).write_text(json.dumps(encode_call_sites(sites, cpu_count)))
+
+
+def test_the_other_rules_from_recorded_sites_and_runs_on_synthetic_rows(tmp_path: Path) -> None:
+    """GetNext 300 µs of a 1,000 µs iteration (g = 0.3), host 0.1 between steps; sites as the runtime records them."""
+    script = tmp_path / "train.py"
+    script.write_text("files = ['a.tfrecord']\nds = tf.data.TFRecordDataset(files)\n"
+                      "ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)\nds = ds.batch(32)\n"
+                      "config = NPURunConfig(model_dir='m')\n")
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=20, data_aug=400.0, get_next=300.0, fp_bp=400.0,
+                                                  reduce_offset=0.0, reduce=100.0))
+    file = str(script)
+    _sites(prof, [CallSite("file reader", file, 2, "<module>", {"reader": "TFRecordDataset"}),
+                  CallSite("Dataset.map", file, 3, "<module>", {"num_parallel_calls": "AUTOTUNE"}),
+                  CallSite("Dataset.batch", file, 4, "<module>", {}),
+                  CallSite("NPURunConfig", file, 5, "<module>", {"iterations_per_loop": 1})])
+    retraces = [(T0_US + 1000.0 * k + 500, T0_US + 1000.0 * k + 600, "retrace") for k in (3, 7)]
+    data = layout.device_dir(prof, 0) / layout.DATA_DIR
+    (data / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(*r, "step") for r in retraces))
+    eager = [{"t_us": T0_US + 1000.0 * k + 5, "frames": [[file, 9, "<module>"],
+                                                         ["/x/site-packages/tensorflow/python/eager/execute.py", 53, "q"]]}
+             for k in range(1, 20)]
+    (data / "host_stacks.jsonl").write_text("\n".join(json.dumps(s) for s in eager))
+    found = _by_rule(prof)
+    g, c = 0.3, 0.7
+    prefetch = found["tf.data prefetch"]  # the map is parallel already: the prefetch after the last call, P = 1
+    assert prefetch["where"] == f"{file}:4"
+    assert prefetch["expected_gain_pct"] == pytest.approx(100 * (g - max(0.0, g - c)))
+    assert "+ds = ds.batch(32).prefetch(tf.data.AUTOTUNE)" in prefetch["diff"]
+    assert found["tf.data interleave"]["expected_gain_pct"] == pytest.approx(100 * g * (1 - 1 / 4))
+    assert found["tf.data cache"]["where"] == f"{file}:2" and found["tf.data cache"]["expected_gain_pct"] is None
+    loop = found["per-call overhead"]  # NPURunConfig(iterations_per_loop=1), a Session model (not a function)
+    assert loop["where"] == f"{file}:5" and loop["expected_gain_pct"] == pytest.approx(100 * 0.1 * (1 - 1 / 32), abs=0.05)
+    assert "+config = NPURunConfig(model_dir='m', iterations_per_loop=32)" in loop["diff"]
+    assert found["tf.function retraces"]["evidence"] == {"retraces": 2, "trace_time_us": 200.0}
+    assert found["tf.function retraces"]["expected_gain_pct"] == pytest.approx(100 * 200.0 / 19000.0, abs=0.05)
+    assert found["eager ops between steps"]["where"] == f"{file}:9"
+    assert "all-reduce not overlapped" not in found  # the reduce ends inside FP to BP: overlapped

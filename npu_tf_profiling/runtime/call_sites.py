@@ -29,9 +29,11 @@ from npu_tf_profiling.raw_format import call_sites as cs
 from npu_tf_profiling.runtime.session.base_session import when_module_loads
 
 SITES_PER_KIND = 3  # distinct callers kept per run kind: enough to name the line, bounded for a long job
+LOOKS_PER_KIND = 64  # stack walks per run kind at most: a loop's same caller is not looked up on every step
 _MARK = "__npu_tf_profiling_call_site__"
 _sites: dict[tuple[str, str, int], cs.CallSite] = {}
 _callers_per_kind: dict[str, int] = {}
+_looks_per_kind: dict[str, int] = {}
 _lock = threading.Lock()
 
 
@@ -58,8 +60,9 @@ def note_caller(api: str, args: dict[str, Any]) -> None:
     """Note the user's line that led here (a run between steps, a training run), at most SITES_PER_KIND per kind."""
     kind = f"{api}/{args.get('kind', '')}"
     try:
-        if _callers_per_kind.get(kind, 0) >= SITES_PER_KIND:
+        if _callers_per_kind.get(kind, 0) >= SITES_PER_KIND or _looks_per_kind.get(kind, 0) >= LOOKS_PER_KIND:
             return
+        _looks_per_kind[kind] = _looks_per_kind.get(kind, 0) + 1
         frame = user_frame()
         before = len(_sites)
         _note(api, frame, args)
