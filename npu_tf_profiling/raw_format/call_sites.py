@@ -13,7 +13,8 @@ the reports are built and at close.
 
 One site: {"api": str, "file": str, "line": int, "function": str,
            "args": {name: value}}   (values are JSON scalars; "AUTOTUNE" for tf.data.AUTOTUNE)
-plus "cpu_count" at the top: {"cpu_count": int, "sites": [site, ...]}.
+plus the host's cores and its 1-minute load average as the file was last written (the end of the run):
+{"cpu_count": int, "load_average": float | null, "sites": [site, ...]}.
 """
 from __future__ import annotations
 
@@ -62,14 +63,23 @@ class CallSites:
 
     sites: list[CallSite] = field(default_factory=list)
     cpu_count: int | None = None
+    load_average: float | None = None
     recorded: bool = False  # the file exists: its absence means an earlier version (or a failed write)
 
     def of(self, api: str) -> list[CallSite]:
         return [s for s in self.sites if s.api == api]
 
 
-def encode_call_sites(sites: list[CallSite], cpu_count: int | None) -> dict[str, Any]:
-    return {"cpu_count": cpu_count, "sites": [s.to_dict() for s in sites]}
+    def free_cores(self) -> int | None:
+        """The cores a parallel pipeline can count on: the host's, less the load of everything else (at least 1)."""
+        if self.cpu_count is None:
+            return None
+        busy = max(0.0, (self.load_average or 0.0) - 1.0)  # the training process itself is one of the loaded
+        return max(1, int(self.cpu_count - min(busy, self.cpu_count - 1)))
+
+
+def encode_call_sites(sites: list[CallSite], cpu_count: int | None, load_average: float | None = None) -> dict[str, Any]:
+    return {"cpu_count": cpu_count, "load_average": load_average, "sites": [s.to_dict() for s in sites]}
 
 
 def read_call_sites(path: Path) -> CallSites:
@@ -87,5 +97,6 @@ def read_call_sites(path: Path) -> CallSites:
                                   dict(item.get("args") or {})))
         except (KeyError, TypeError, ValueError):
             continue
-    cpu = payload.get("cpu_count")
-    return CallSites(sites, cpu if isinstance(cpu, int) and cpu > 0 else None, True)
+    cpu, load = payload.get("cpu_count"), payload.get("load_average")
+    return CallSites(sites, cpu if isinstance(cpu, int) and cpu > 0 else None,
+                     float(load) if isinstance(load, (int, float)) and load >= 0 else None, True)

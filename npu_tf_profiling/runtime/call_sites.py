@@ -45,7 +45,11 @@ def recorded() -> list[cs.CallSite]:
 
 def payload() -> dict[str, Any]:
     """call_sites.json's content now."""
-    return cs.encode_call_sites(recorded(), os.cpu_count())
+    try:
+        load: float | None = round(os.getloadavg()[0], 2)
+    except OSError:  # no load average on this platform
+        load = None
+    return cs.encode_call_sites(recorded(), os.cpu_count(), load)
 
 
 def _note(api: str, frame: Any, args: dict[str, Any]) -> None:

@@ -33,12 +33,13 @@ def parallelism(ev: ModelEvidence) -> list[Finding]:
     has_prefetch = bool(ev.sites.of(cs.PREFETCH))
     if ev.sites.recorded and not serial and has_prefetch:
         return []
-    cores = ev.sites.cpu_count or 1
+    cores = ev.sites.free_cores() or 1
     c = max(0.0, 1.0 - g)
     produce = g + c if has_prefetch else g
     after = produce / cores if serial else produce
     gain = max(0.0, g - max(0.0, after - c))
-    evidence = {"input_share_pct": pct(g), "cpu_count": ev.sites.cpu_count, "serial_maps": len(serial),
+    evidence = {"input_share_pct": pct(g), "cpu_count": ev.sites.cpu_count, "load_average": ev.sites.load_average,
+                "free_cores": cores, "serial_maps": len(serial),
                 "prefetch_present": has_prefetch}
     formula = (f"g - max(0, I/P - C) with g = {g:.3f}, C = {c:.3f}, I = {'g + C' if has_prefetch else 'g'}, "
                f"P = {cores if serial else 1} ({'parallel map' if serial else 'map already parallel'})")
@@ -92,10 +93,10 @@ def file_reads(ev: ModelEvidence) -> list[Finding]:
                            "so later epochs do not read the files again", readers[0].where, None,
                            "not predictable: the reads' part of the input wait is not measured apart", LOW))
     if not ev.sites.of(cs.INTERLEAVE):
-        cores = ev.sites.cpu_count or 1
+        cores = ev.sites.free_cores() or 1
         gain = g * (1 - 1 / cores)
         out.append(Finding("tf.data interleave", "Dataset.interleave(num_parallel_calls)",
-                           {"input_share_pct": pct(g), "readers": len(readers), "cpu_count": ev.sites.cpu_count},
+                           {"input_share_pct": pct(g), "readers": len(readers), "free_cores": cores},
                            "read the files in parallel: Dataset.from_tensor_slices(files).interleave(tf.data.TFRecordDataset, "
                            "num_parallel_calls=tf.data.AUTOTUNE)", readers[0].where, pct(gain),
                            f"g * (1 - 1/P), g = {g:.3f}, P = {cores}: reads spread over the cores (an upper bound)", LOW))
