@@ -26,11 +26,13 @@ from typing import Any, Callable
 
 from npu_tf_profiling.config.notices import user_frame
 from npu_tf_profiling.raw_format import call_sites as cs
+from npu_tf_profiling.runtime import tf_private
 from npu_tf_profiling.runtime.session.base_session import when_module_loads
 
 SITES_PER_KIND = 3  # distinct callers kept per run kind: enough to name the line, bounded for a long job
 LOOKS_PER_KIND = 64  # stack walks per run kind at most: a loop's same caller is not looked up on every step
 _MARK = "__npu_tf_profiling_call_site__"
+AUTOGRAPH_PREFIX = "__autograph_generated_file"  # the file of a function's code as AutoGraph rewrote it
 _sites: dict[tuple[str, str, int], cs.CallSite] = {}
 _callers_per_kind: dict[str, int] = {}
 _looks_per_kind: dict[str, int] = {}
@@ -53,11 +55,14 @@ def payload() -> dict[str, Any]:
 
 
 def _note(api: str, frame: Any, args: dict[str, Any]) -> None:
-    key = (api, frame.f_code.co_filename, frame.f_lineno)
+    _note_at(api, frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, args)
+
+
+def _note_at(api: str, file: str, line: int, function: str, args: dict[str, Any]) -> None:
+    key = (api, file, line)
     with _lock:
         if key not in _sites:
-            _sites[key] = cs.CallSite(api, os.path.abspath(frame.f_code.co_filename), frame.f_lineno,
-                                      frame.f_code.co_name, args)
+            _sites[key] = cs.CallSite(api, os.path.abspath(file), line, function, args)
 
 
 def note_caller(api: str, args: dict[str, Any]) -> None:
@@ -121,6 +126,20 @@ def _no_args(args: tuple, kwargs: dict) -> dict[str, Any]:
     return {}
 
 
+def _py_function_site() -> tuple[str, int, str]:
+    """(file, line, function) of the user's call of a py_function: inside a map function AutoGraph
+    rewrote, the original line (the rewritten code's frames are not the user's file)."""
+    user = user_frame()
+    frame = sys._getframe(2)
+    while frame is not None and frame is not user:
+        if os.path.basename(frame.f_code.co_filename).startswith(AUTOGRAPH_PREFIX):
+            origin = tf_private.autograph_origin(frame)
+            if origin is not None:
+                return origin[0], origin[1], frame.f_code.co_name.removeprefix("tf__")
+        frame = frame.f_back
+    return user.f_code.co_filename, user.f_lineno, user.f_code.co_name
+
+
 def _in_pipeline(args: tuple, kwargs: dict) -> dict[str, Any]:
     """Whether a py_function is called while tf.data traces a map function (it then runs per element, under the GIL)."""
     frame, inside = sys._getframe(2), False
@@ -160,8 +179,7 @@ def _wrap_function(namespace: ModuleType, name: str) -> None:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            frame = user_frame()
-            _note(cs.PY_FUNCTION, frame, {**_in_pipeline(args, kwargs), "name": name})
+            _note_at(cs.PY_FUNCTION, *_py_function_site(), {**_in_pipeline(args, kwargs), "name": name})
         except Exception:  # noqa: BLE001
             pass
         return original(*args, **kwargs)

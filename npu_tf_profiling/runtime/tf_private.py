@@ -49,6 +49,7 @@ FUNCTION_CALL_METHOD = ("tensorflow.python.eager.polymorphic_function.polymorphi
 TRACE_FRAME = ("tensorflow.python.eager.polymorphic_function.tracing_compilation", "_create_concrete_function")
 BODY_FRAME = ("tensorflow.python.ops.control_flow_util_v2", "create_new_tf_function")
 XLA_ATTRIBUTE = "_XlaMustCompile"
+AUTOGRAPH_CALL = ("tensorflow.python.autograph.impl.api", "converted_call")
 
 _OPERATION = "tensorflow.python.framework.ops"
 PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
@@ -88,6 +89,8 @@ PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
                   "runtime/functions/transform.py"),
     PrivateSymbol(_OPERATION, "Operation._control_outputs", "the ops a probe must not overtake",
                   "runtime/op_neighbours.py"),
+    PrivateSymbol(AUTOGRAPH_CALL[0], AUTOGRAPH_CALL[1], "its frame's local `converted_f` carries `ag_source_map`: the "
+                  "user's line of code AutoGraph rewrote (a py_function called in a map function)", "runtime/call_sites.py"),
     PrivateSymbol(_OPERATION, "Graph._unsafe_unfinalize", "probes go into graphs Estimator and MonitoredSession "
                   "finalise before the session exists", "runtime/probes.py"),
 )
@@ -145,3 +148,16 @@ def op_determinism_enabled() -> bool:
         return bool(importlib.import_module(FRAMEWORK_CONFIG_MODULE).is_op_determinism_enabled())
     except (ImportError, AttributeError):
         return False
+
+
+def autograph_origin(frame: Any) -> tuple[str, int] | None:
+    """The user's (file, line) behind a frame of AutoGraph-generated code (a branch's too), from the source
+    map of the converted function that `converted_call` runs: the nearest such call up the stack."""
+    caller = frame.f_back
+    while caller is not None and caller.f_code.co_name != AUTOGRAPH_CALL[1]:
+        caller = caller.f_back
+    source_map = getattr(caller.f_locals.get("converted_f"), "ag_source_map", None) if caller is not None else None
+    for location, origin in (source_map or {}).items():
+        if location.filename == frame.f_code.co_filename and location.lineno == frame.f_lineno:
+            return origin.loc.filename, origin.loc.lineno
+    return None
