@@ -12,7 +12,7 @@ small, so it is rewritten atomically (``call_sites.json`` in ``data/``) when
 the reports are built and at close.
 
 One site: {"api": str, "file": str, "line": int, "function": str,
-           "args": {name: value}}   (values are JSON scalars; "AUTOTUNE" for tf.data.AUTOTUNE)
+           "args": {name: value}, "calls": int}   (values are JSON scalars; "AUTOTUNE" for tf.data.AUTOTUNE)
 plus the host's cores and its 1-minute load average as the file was last written (the end of the run):
 {"cpu_count": int, "load_average": float | null, "sites": [site, ...]}.
 """
@@ -48,13 +48,15 @@ class CallSite:
     line: int
     function: str
     args: dict[str, Any] = field(default_factory=dict)
+    calls: int = 1  # the calls seen from this line (a run kind's callers are looked up a bounded number of times)
 
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"api": self.api, "file": self.file, "line": self.line, "function": self.function, "args": dict(self.args)}
+        return {"api": self.api, "file": self.file, "line": self.line, "function": self.function, "args": dict(self.args),
+                "calls": self.calls}
 
 
 @dataclass
@@ -94,7 +96,7 @@ def read_call_sites(path: Path) -> CallSites:
     for item in payload.get("sites") or []:
         try:
             sites.append(CallSite(str(item["api"]), str(item["file"]), int(item["line"]), str(item.get("function", "")),
-                                  dict(item.get("args") or {})))
+                                  dict(item.get("args") or {}), int(item.get("calls", 1))))
         except (KeyError, TypeError, ValueError):
             continue
     cpu, load = payload.get("cpu_count"), payload.get("load_average")

@@ -18,6 +18,7 @@ note their caller here too (`note_caller`), a few sites per kind at most.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import os
 import sys
 import threading
@@ -61,8 +62,11 @@ def _note(api: str, frame: Any, args: dict[str, Any]) -> None:
 def _note_at(api: str, file: str, line: int, function: str, args: dict[str, Any]) -> None:
     key = (api, file, line)
     with _lock:
-        if key not in _sites:
+        site = _sites.get(key)
+        if site is None:
             _sites[key] = cs.CallSite(api, os.path.abspath(file), line, function, args)
+        else:
+            _sites[key] = replace(site, calls=site.calls + 1)
 
 
 def note_caller(api: str, args: dict[str, Any]) -> None:

@@ -46,7 +46,7 @@ def extra_runs(ev: ModelEvidence) -> list[Finding]:
         knob, action, removes = ACTIONS[kind]
         per_step = value["count"] / max(1, ev.summary.basis_iterations)
         gain = share if removes else share * (1 - 1 / EVERY) if per_step >= 0.5 else share * 0.5
-        sites = [s for s in ev.sites.of(cs.OTHER_RUN) if s.args.get("kind") == kind]
+        sites = sorted((s for s in ev.sites.of(cs.OTHER_RUN) if s.args.get("kind") == kind), key=lambda s: -s.calls)
         where = sites[0].where if sites else unknown_where(
             "no caller recorded for these runs" + ("" if ev.sites.recorded else " (no call_sites.json)"))
         formula = (f"o = {share:.3f} (the {kind} runs' time / Σ Iteration Time)"
