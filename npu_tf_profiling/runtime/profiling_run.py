@@ -27,6 +27,7 @@ from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
 from npu_tf_profiling.runtime.host_stacks import start_host_recorder
 from npu_tf_profiling.runtime.host.collection import HostCollection
+from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
@@ -162,6 +163,16 @@ class ProfilingRun:
         """One anomaly_capture line (`runtime.anomaly_watch`): a capture and what its iterations were."""
         self._anomalies.append((json.dumps(entry, sort_keys=True) + "\n").encode())
 
+    def write_call_sites(self) -> None:
+        """call_sites.json: the user's lines `advise` names (``runtime.call_sites``), as recorded so far."""
+        from npu_tf_profiling.runtime import call_sites
+
+        path = layout.device_dir(self.prof_dir, self.device_id) / layout.DATA_DIR / CALL_SITES_FILE
+        try:
+            atomic_write_json(path, call_sites.payload())
+        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+            warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc!r}", RuntimeWarning, stacklevel=2)
+
     def add_note(self, note: str) -> None:
         """A fact the user should see in info.json (and once as a warning)."""
         with self._lock:
@@ -220,6 +231,7 @@ class ProfilingRun:
         """
         self.flush_other_runs()
         self._host.flush()
+        self.write_call_sites()
         if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
         if _report_builder is None:

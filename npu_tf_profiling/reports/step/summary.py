@@ -32,7 +32,7 @@ Numbers come from the step-trace table (so they match the CSV):
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -147,10 +147,11 @@ class ProfSummary:
     models: list[ModelSummary]
     skipped_lines: int = 0
     anomalies: list[dict[str, Any]] = field(default_factory=list)  # anomaly_capture's (reports.anomalies)
+    top_advice: Optional[str] = None  # `advise`'s best finding, one line (``reports.advise.engine``)
 
     def to_dict(self) -> dict[str, Any]:
         return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models],
-                ANOMALIES_KEY: self.anomalies}
+                ANOMALIES_KEY: self.anomalies, "top_advice": self.top_advice}
 
     def render_text(self) -> str:
         lines = [str(self.prof_dir)]
@@ -160,6 +161,8 @@ class ProfSummary:
             lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations "
                          f"(Iteration ID {m.first_iteration_id}..{m.last_iteration_id})")
             lines.extend("    " + line for line in m.render_lines())
+        if self.top_advice:
+            lines.append(f"  {self.top_advice}")
         for entry in self.anomalies:
             lines.extend("  " + line for line in render_anomaly(entry))
         return "\n".join(lines) + "\n"
@@ -382,5 +385,8 @@ def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], fr
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
-    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``)."""
-    return summarize_prof_data(load_prof_dir(prof_dir))
+    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``), with advise's top finding."""
+    from npu_tf_profiling.reports.advise.engine import top_finding_line  # advise reads the summary: imported when used
+
+    data = load_prof_dir(prof_dir)
+    return replace(summarize_prof_data(data), top_advice=top_finding_line(data))

@@ -13,6 +13,7 @@ import numpy as np
 
 from npu_tf_profiling.reports.anomalies import render_anomaly
 from npu_tf_profiling.reports.prof_dir import ProfData
+from npu_tf_profiling.reports.advise.engine import top_finding_line
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.step.between import load_other_runs, row_causes
 from npu_tf_profiling.reports.step import table as st
@@ -38,6 +39,9 @@ def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], headin
     summary = sm.summarize_prof_data(data)
     if summary.skipped_lines:
         page.paragraph(f"{summary.skipped_lines} unreadable raw line(s) skipped (torn or corrupt).", "note")
+    advice = top_finding_line(data)  # `npu-tf-prof advise`'s best finding heads the folder's charts
+    if advice:
+        page.paragraph(advice)
     frame = sm.annotated(data)
     by_key = {(m.device_id, m.model_id): m for m in summary.models}
     devices = {d.device_id: d for d in data.devices}
