@@ -88,8 +88,9 @@ def test_evaluation_runs_every_5_steps_are_named_in_the_verdict_not_input(tmp_pa
                                 "--steps", "20", "--eval_every", "5"])
     model = summarize_prof_dir(prof).models[0]
     assert model.between["other_runs"]["evaluation"]["count"] == 3  # after steps 5, 10, 15 (20's is after the last)
-    assert model.between["input_share"] is None and model.input_share == model.between["host_share"]
-    assert model.between["other_share"] > model.input_share  # a 20,000-row evaluation against a 32-row step
+    # It feeds the same arrays every step (runtime.session.fed_arrays): no input is made between iterations.
+    assert model.between["input_share"] is None and model.input_share == 0.0 and model.verdict == "not input-bound"
+    assert model.between["other_share"] > model.between["host_share"]  # a 20,000-row evaluation against a 32-row step
     # 3 gaps of 19 hold an evaluation: the mean is mostly evaluation runs, the median gap is not (issue 46), so the
     # sentence says where the evaluations are: in long gaps, each listed with its iteration and cause.
     text = "\n".join(model.render_lines())

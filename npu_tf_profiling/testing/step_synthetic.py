@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.prof_name import ProfName
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 
 T0_US = 1_700_000_000_000_000.0
@@ -57,7 +58,7 @@ def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, mo
     gn_end = fp - 10.0
     reduce_start = fp + plan.reduce_offset
     rows["times"] = np.column_stack([gn_end - plan.get_next, gn_end, fp, fp + fp_bp, reduce_start, reduce_start + plan.reduce, ends])
-    prof = Path(root) / f"{layout.PROF_DIR_PREFIX}4242_20240102030405_SYNTHSTP"
+    prof = Path(root) / str(ProfName(4242, "20240102030405", "SYNTHSTP"))
     device_dir = layout.device_dir(prof, device_id)
     (device_dir / layout.DATA_DIR).mkdir(parents=True, exist_ok=True)
     (device_dir / layout.INFO_FILE).write_text(json.dumps({"device_id": device_id}))

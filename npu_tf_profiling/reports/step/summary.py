@@ -32,7 +32,7 @@ Numbers come from the step-trace table (so they match the CSV):
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -40,9 +40,13 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
+from npu_tf_profiling.reports.step import host_time
+from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
+from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import OTHER, load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
+from npu_tf_profiling.reports.host.notes import model_notes as host_model_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
 HIGHLY_INPUT_BOUND = "highly input-bound"
@@ -106,6 +110,11 @@ class ModelSummary:
     between: Optional[dict[str, Any]] = None
     # The iterations whose call retraced the step, left out like warm-up: {"iteration": id, "retrace": words}.
     retraces: list[dict[str, Any]] = field(default_factory=list)
+    # with_stack / gc_detect_threshold (``host_time.stack_summary`` / ``gc_summary``); None when not asked for.
+    host_stacks: Optional[dict[str, Any]] = None
+    gc_pauses: Optional[dict[str, Any]] = None
+    # What the host side recorded (host_sys / profile_memory / mstx, ``reports.host.notes``): one line each.
+    host_notes: list[str] = field(default_factory=list)
 
     def render_lines(self) -> list[str]:
         """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
@@ -119,12 +128,14 @@ class ModelSummary:
         measure = f" ({self.input_measure})" if self.input_measure else ""
         lines.append(f"Input: {_pct(self.input_share)} of step time{measure} -> {self.verdict}")
         if self.between is not None:
-            lines.append(_between_line(self.between))
+            lines.append(_between_line(self.between, host_time.host_clause(self.host_stacks)))
             lines.extend(filter(None, [_long_gaps_line(self.between)]))
+        lines.extend(host_time.render_lines(self.host_stacks, self.gc_pauses, (self.between or {}).get("host_share")))
         if self.retraces:
             lines.append("Retraced, left out of the statistics like warm-up: "
                          + "; ".join(f"Iteration ID {r['iteration']}: {r['retrace']}" for r in self.retraces))
         lines.extend(f"Note: {note}" for note in self.point_notes)
+        lines.extend(f"Host: {note}" for note in self.host_notes)
         return lines
 
 
@@ -135,9 +146,12 @@ class ProfSummary:
     prof_dir: Path
     models: list[ModelSummary]
     skipped_lines: int = 0
+    anomalies: list[dict[str, Any]] = field(default_factory=list)  # anomaly_capture's (reports.anomalies)
+    top_advice: Optional[str] = None  # `advise`'s best finding, one line (``reports.advise.engine``)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models]}
+        return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models],
+                ANOMALIES_KEY: self.anomalies, "top_advice": self.top_advice}
 
     def render_text(self) -> str:
         lines = [str(self.prof_dir)]
@@ -147,6 +161,10 @@ class ProfSummary:
             lines.append(f"  Device {m.device_id}, Model ID {m.model_id}: {m.iterations} iterations "
                          f"(Iteration ID {m.first_iteration_id}..{m.last_iteration_id})")
             lines.extend("    " + line for line in m.render_lines())
+        if self.top_advice:
+            lines.append(f"  {self.top_advice}")
+        for entry in self.anomalies:
+            lines.extend("  " + line for line in render_anomaly(entry))
         return "\n".join(lines) + "\n"
 
 
@@ -161,7 +179,7 @@ def _task_trace_note(m: ModelSummary) -> Optional[str]:
             f"which slows them, and {after} right after one, whose Data Aug Bound holds the writing of the trace")
 
 
-def _between_line(split: dict[str, Any]) -> str:
+def _between_line(split: dict[str, Any], host_detail: str = "") -> str:
     """Data Aug Bound by cause, and which cause fills it when it is not input."""
     runs = dict(split["other_runs"])
     reads = runs.pop(INPUT_READS, None)
@@ -172,7 +190,7 @@ def _between_line(split: dict[str, Any]) -> str:
 
     line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}; mean shares of step time): "
             f"input {_pct(split['input_share'])}{f' ({named({INPUT_READS: reads})})' if reads else ''}, "
-            f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}")
+            f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}{host_detail}")
     input_share = split["input_share"] or 0.0
     typical = split.get("typical")
     if runs and split["other_share"] >= MODERATE_THRESHOLD and split["other_share"] > max(input_share, split["host_share"]):
@@ -320,12 +338,20 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
             m.retraces = [{"iteration": int(i), "retrace": words}
                           for i, words in zip(rows[st.ITERATION_ID_COL], rows["_retraced"]) if words]
         if runs is not None and rows is not None:
-            _apply_split(m, summarize_split(basis_rows(rows)[1], runs))
-    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
+            model_info = (info.get("models") or {}).get(str(m.model_id), {})
+            _apply_split(m, summarize_split(basis_rows(rows)[1], runs), model_info.get("feeds"))
+        if m.device_id in dirs and frame is not None:
+            _apply_host_time(m, dirs[m.device_id], info, frame, runs)
+        if m.device_id in dirs:
+            m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
+    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines, anomalies=anomalies_of(data))
 
 
-def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
-    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring)."""
+def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Optional[dict[str, Any]] = None) -> None:
+    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring).
+
+    `feeds` (info.json, ``runtime.session.fed_arrays``): a script that feeds the same values every
+    iteration reads no input between them, so its host time is not input and the verdict says so."""
     if split is None:
         return
     m.between = split
@@ -334,6 +360,11 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
     if split["input_share"] is not None:
         m.input_share, m.input_measure = split["input_share"], "the session runs that fetch the input batch"
         m.verdict = input_bound_verdict(m.input_share)
+    elif isinstance(feeds, dict) and feeds.get("same_each_iteration"):
+        m.input_share = 0.0
+        m.input_measure = (f"no input pipeline: every iteration feeds the same {feeds.get('values')} value(s), "
+                           f"so the host time between iterations is not input")
+        m.verdict = NOT_INPUT_BOUND
     else:  # feed_dict: the batch is made on the host, so host time bounds input from above, and the verdict says so
         m.input_share = split["host_share"]
         m.input_measure = "host time between iterations, less the other runs (no GetNext timing: an upper bound)"
@@ -341,6 +372,21 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
         m.verdict = verdict if verdict in (NOT_INPUT_BOUND, UNKNOWN_INPUT_BOUND) else f"at most {verdict}"
 
 
+def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], frame: pd.DataFrame, runs: Any) -> None:
+    """The stacks and GC pauses the run was asked to record, against this model's statistics rows."""
+    stacks, pauses = host_time.load_stacks(device_dir, info), host_time.load_gc(device_dir, info)
+    if stacks is None and pauses is None:
+        return
+    rows = basis_rows(frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)])[1]
+    if stacks is not None:
+        m.host_stacks = host_time.stack_summary(stacks, rows, runs)
+    if pauses is not None:
+        m.gc_pauses = host_time.gc_summary(pauses, rows, host_time.options_of(info).get("gc_detect_threshold"))
+
+
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
-    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``)."""
-    return summarize_prof_data(load_prof_dir(prof_dir))
+    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``), with advise's top finding."""
+    from npu_tf_profiling.reports.advise.engine import top_finding_line  # advise reads the summary: imported when used
+
+    data = load_prof_dir(prof_dir)
+    return replace(summarize_prof_data(data), top_advice=top_finding_line(data))
