@@ -136,7 +136,9 @@ def test_one_long_validation_in_a_loop_is_listed_apart(retraced_loop) -> None:
     """Epoch 2's third step is followed by one validation call (its trace and an 80 ms sleep); the other 18
     steady gaps hold none. The machine's load may make other gaps long too; the validation's is listed."""
     prof, run = retraced_loop
-    between = summarize_prof_dir(prof).models[0].between
+    model = summarize_prof_dir(prof).models[0]
+    between = model.between
+    assert "mostly function calls runs" not in "\n".join(model.render_lines())
     assert {kind: value["count"] for kind, value in between["other_runs"].items()} == {"function calls": 1}
     assert between["typical"] != "other runs"
     listed = {g["iteration"]: g["cause"] for g in between["long_gaps"]["listed"]}

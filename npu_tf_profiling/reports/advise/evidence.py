@@ -15,14 +15,12 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, CallSites, read_call_sites
-from npu_tf_profiling.raw_format.other_runs import read_other_runs
+from npu_tf_profiling.raw_format.other_runs import RETRACE, read_other_runs
 from npu_tf_profiling.reports.advise.host_truth import HostTruth, read_host_truth
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.reports.step.summary import (SHARE_DATA_AUG, SHARE_GETNEXT, ModelSummary, annotated_frame,
-                                                   basis_rows, summarize_prof_data)
-
-RETRACE = "retrace"  # other_runs.jsonl's kind for a tf.function retrace (written by the TensorFlow 2 runtime)
+from npu_tf_profiling.reports.step.summary import (SHARE_DATA_AUG, SHARE_GETNEXT, ModelSummary, annotated, basis_rows,
+                                                   summarize_prof_data)
 
 
 @dataclass
@@ -86,7 +84,7 @@ def _retraces(device_dir: Path) -> tuple[int, float]:
 def model_evidence(data: ProfData) -> list[ModelEvidence]:
     """One ModelEvidence per (device, model) with steady statistics, in the summary's order."""
     summary = summarize_prof_data(data)
-    frame = annotated_frame(data.table, data.task_traced) if summary.models else None
+    frame = annotated(data) if summary.models else None  # the summary's basis: retraced iterations left out
     devices = {d.device_id: d for d in data.devices}
     cache: dict[int, tuple[CallSites, HostTruth, tuple[int, float]]] = {}
     out = []

@@ -153,9 +153,12 @@ def summarize_split(rows: pd.DataFrame, runs: OtherRuns) -> Optional[dict[str, A
     }
 
 
-def _typical(parts: np.ndarray) -> str:
+def _typical(parts: np.ndarray) -> Optional[str]:
     """The cause that is the largest part of the most gaps (``parts``: per gap, input, other runs, host):
-    what the median gap is mostly."""
+    what the median gap is mostly; None when no gap has any time."""
+    parts = parts[parts.sum(axis=1) > 0]
+    if not len(parts):
+        return None
     largest = np.argmax(parts, axis=1)
     return (INPUT, OTHER, HOST)[int(np.argmax(np.bincount(largest, minlength=3)))]
 

@@ -194,7 +194,7 @@ def _between_line(split: dict[str, Any], host_detail: str = "") -> str:
     input_share = split["input_share"] or 0.0
     typical = split.get("typical")
     if runs and split["other_share"] >= MODERATE_THRESHOLD and split["other_share"] > max(input_share, split["host_share"]):
-        if typical in (None, OTHER):  # the mean and the median gap agree (an earlier summary's JSON has no typical)
+        if typical in (None, OTHER):  # the mean and the median gap agree
             top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
             line += f" -> the time between iterations is mostly {top} runs, not input"
         else:
