@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 CNN_SNIPPET = '{"fp_point": "conv/Conv2D", "bp_point": "gradients/conv/Conv2D_grad/Conv2DBackpropFilter"}'
 TOP_KEYS = {"graph", "source", "ops", "exit_code", "error", "points", "profiling_options", "candidates"}
 POINT_KEYS = {"fp", "bp", "bp_inputs", "get_next", "all_reduce", "iteration_end", "global_step", "is_training",
-              "reasons"}
+              "reasons", "iteration_end_also"}
 
 
 @pytest.fixture(scope="module")

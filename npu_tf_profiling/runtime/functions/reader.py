@@ -38,6 +38,7 @@ from npu_tf_profiling.runtime.ring import RING_ROWS, counter_table_name, rows_ta
 from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY
 
 
+CLOSE_WAIT_S = 30.0  # at exit, how long a drain under way is waited for (`drain`)
 WAIT_S = 2.0  # how long a counted row not yet written, or a fed row without its caller's, is waited for
 FED_REASON = "the graph reads no batch: GetNext is the read of {caller}, the function that calls this step, in the same call"
 SILENT_NOTE = (
@@ -117,8 +118,11 @@ class FunctionModel:
                 warn_user(f"npu_tf_profiling: at exit: {self.silent}")
 
     def drain(self, final: bool = False) -> None:
-        """Read the rows written since the last drain and record them for the collection in force."""
-        if self.closed or not self._lock.acquire(blocking=False):
+        """Read the rows written since the last drain and record them for the collection in force.
+
+        The last (`final`, at exit) waits for a drain under way: on a loaded host the reader thread's last
+        turn can outlast its join (5 s), and returning then lost the rows (and the self-check) it held."""
+        if self.closed or not self._lock.acquire(blocking=final, timeout=CLOSE_WAIT_S if final else -1):
             return
         try:
             with tf.device("/cpu:0"):
@@ -138,6 +142,7 @@ class FunctionModel:
             return
         if progress and self.call_ends is not None and not self.call_ends.stopped:  # rows come: the self-check's sample
             self._sample_returns()
+            self._end_checked()
         # The batches of the rows read here are in the callers' rows; a reader writes its row before the
         # step it feeds runs, so after this step's progress was read, every batch of its rows up to it is there.
         for feeder in self.feeders:
