@@ -20,3 +20,27 @@ def test_a_renamed_folder_is_no_prof_name_and_its_reports_take_the_current_time(
     for renamed in ("my_run", "PROF_x_20240102030405_ab", "PROF_1_2024010203040_ab"):
         assert ProfName.parse(renamed) is None
     assert report_timestamp(tmp_path / "my_run", now=0.0) == ProfName.new(1, now=0.0).stamp
+
+
+def test_the_window_counts_the_iteration_ids_the_reports_show_on_the_session_path(tmp_path) -> None:
+    """One counting on both paths: a window selects Iteration IDs. On the Session path that is the global step once
+    seen, here a restored job's (from 100), not the run number; the TensorFlow 2 path, whose Iteration ID is the
+    call's run number, is held by test_tf2_tasks (the window's calls, by Iteration ID)."""
+    import tensorflow.compat.v1 as tf
+
+    from tests.helpers.models import profiling_config, session_mlp
+    from tests.helpers.trace_files import only_prof_dir, step_trace_rows
+
+    graph = tf.Graph()
+    train_op, _, init_op, _ = session_mlp(graph, batch=8)
+    with graph.as_default():
+        restore = tf.assign(tf.train.get_global_step(), 100)
+    config = profiling_config(tmp_path, task_trace="on", start_step=103, stop_step=104)
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run([init_op])
+        sess.run(restore)
+        for _ in range(6):
+            sess.run(train_op)
+    assert [int(r["Iteration ID"]) for r in step_trace_rows(tmp_path)[1]] == list(range(101, 107))
+    (tasks,) = (only_prof_dir(tmp_path) / "mindstudio_profiler_output").glob("task_time_*.csv")
+    assert {int(line.split(",")[2]) for line in tasks.read_text().splitlines()[1:]} == {103, 104}
