@@ -1,9 +1,12 @@
-"""The run's contract in raw_format/: the PROF folder's name, built and parsed by one owner."""
+"""The run's contract in raw_format/ (the PROF folder's name, info.json as RunInfo), and how a window counts."""
 from __future__ import annotations
 
+import json
 import re
 
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.prof_name import ProfName
+from npu_tf_profiling.raw_format.run_info import RUN_INFO_VERSION, RunInfo
 from npu_tf_profiling.reports.prof_dir import report_timestamp
 
 
@@ -44,3 +47,19 @@ def test_the_window_counts_the_iteration_ids_the_reports_show_on_the_session_pat
     assert [int(r["Iteration ID"]) for r in step_trace_rows(tmp_path)[1]] == list(range(101, 107))
     (tasks,) = (only_prof_dir(tmp_path) / "mindstudio_profiler_output").glob("task_time_*.csv")
     assert {int(line.split(",")[2]) for line in tasks.read_text().splitlines()[1:]} == {103, 104}
+    # The same run's info.json, written through RunInfo, reads back whole.
+    written = json.loads((only_prof_dir(tmp_path) / "device_0" / layout.INFO_FILE).read_text())
+    info = RunInfo.from_json(written)
+    assert info.to_json() == written and info.version == RUN_INFO_VERSION
+    assert info.option("start_step") == 103 and info.source == "session" and set(info.models) == {"1"}
+    assert info.other_runs_recorded and info.device_id == info.rank_id == 0 and info.tensorflow_version
+
+
+def test_an_older_or_damaged_info_json_reads_as_what_it_still_says() -> None:
+    """info.json is written by another process, maybe another version: a field of the wrong type reads as unknown."""
+    old = RunInfo.from_json({"device_id": 3, "host": "node7", "pid": "42", "rank_size": True, "notes": ["a", 5],
+                             "options": [], "start_time_us": 1.5e15, "models": {"1": {"fp": "x"}}})
+    assert (old.version, old.device_id, old.host, old.pid, old.rank_size) == (1, 3, "node7", None, None)
+    assert old.notes == ["a"] and old.options == {} and old.start_time_us == 1.5e15 and old.models == {"1": {"fp": "x"}}
+    assert not old.other_runs_recorded and old.option("output") is None
+    assert RunInfo.from_json(None) == RunInfo.from_json({}) == RunInfo(version=1)

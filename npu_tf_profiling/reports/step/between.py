@@ -27,11 +27,12 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns, read_other_runs
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.step import table as st
 
 def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRuns]:
     """The device folder's other runs; None when its runtime did not record them."""
-    if not info.get(layout.K_OTHER_RUNS_RECORDED):
+    if not RunInfo.from_json(info).other_runs_recorded:
         return None
     return read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
 
