@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from npu_tf_profiling.raw_format.layout import K_OTHER_RUNS, K_OTHER_RUNS_RECORDED
+from npu_tf_profiling.raw_format.layout import K_CLOSED, K_OTHER_RUNS, K_OTHER_RUNS_RECORDED
 
 RUN_INFO_VERSION = 2
 _UNVERSIONED = 1
@@ -61,13 +61,15 @@ class RunInfo:
     other_runs_recorded: bool = False  # the runs between iterations are in other_runs.jsonl
     other_runs: dict[str, Any] = field(default_factory=dict)  # kind -> {"count": n, "time_us": t}
     env_ignored: dict[str, Any] | None = None  # {"variables": {...}, "reason": ...} when a request beat the env vars
+    closed_us: float | None = None  # when the job closed the folder (absent while it runs, or if it was killed)
     version: int = RUN_INFO_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object info.json holds (`env_ignored` only when set)."""
+        """The JSON object info.json holds (`env_ignored` and `closed_us` only when set)."""
         data = dataclasses.asdict(self)
-        if self.env_ignored is None:
-            del data["env_ignored"]
+        for key in ("env_ignored", K_CLOSED):
+            if data[key] is None:
+                del data[key]
         return data
 
     @classmethod
@@ -95,6 +97,7 @@ class RunInfo:
             other_runs_recorded=bool(data.get(K_OTHER_RUNS_RECORDED)),
             other_runs=_dict(data.get(K_OTHER_RUNS)),
             env_ignored=dict(env_ignored) if isinstance(env_ignored, Mapping) else None,
+            closed_us=_time(data.get(K_CLOSED)),
             version=_int(data.get("version")) or _UNVERSIONED,
         )
 

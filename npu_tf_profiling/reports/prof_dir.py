@@ -18,6 +18,7 @@ import numpy as np
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.prof_name import STAMP_FORMAT, ProfName
 from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import retraces
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task import traced as task_traced
 from npu_tf_profiling.config.notices import warn_without_source
@@ -50,6 +51,12 @@ class ProfData:
         if not parts:
             return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    @functools.cached_property
+    def retraced(self) -> np.ndarray:
+        """Per row of ``table``: what retraced its step in that iteration, in words ("" nothing; ``step.retraces``)."""
+        parts = [retraces.retraced_rows(d.trace.frame, d.device_dir, d.info) for d in _with_rows(self.devices)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=object)
 
 
 def _with_rows(devices: list[raw_mod.DeviceRaw]) -> list[raw_mod.DeviceRaw]:

@@ -61,6 +61,7 @@ FEEDING_QUEUE_RUNNER = ("tensorflow_estimator.python.estimator.inputs.queues.fee
 KERAS_LOSS_SCALE_MODULE = "keras.src.mixed_precision.loss_scale_optimizer"
 KERAS_LEGACY_OPTIMIZER_MODULE = "keras.src.optimizers.legacy.optimizer_v2"
 _LAST_WITH_ESTIMATOR = (2, 15)
+AUTOGRAPH_CALL = ("tensorflow.python.autograph.impl.api", "converted_call")
 
 _OPERATION = "tensorflow.python.framework.ops"
 PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
@@ -100,6 +101,8 @@ PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
                   "runtime/functions/transform.py"),
     PrivateSymbol(_OPERATION, "Operation._control_outputs", "the ops a probe must not overtake",
                   "runtime/op_neighbours.py"),
+    PrivateSymbol(AUTOGRAPH_CALL[0], AUTOGRAPH_CALL[1], "its frame's local `converted_f` carries `ag_source_map`: the "
+                  "user's line of code AutoGraph rewrote (a py_function called in a map function)", "runtime/call_sites.py"),
     PrivateSymbol(_OPERATION, "Graph._unsafe_unfinalize", "probes go into graphs Estimator and MonitoredSession "
                   "finalise before the session exists", "runtime/probes.py"),
     *(PrivateSymbol(module, "", "the file name of the caller of `create_new_tf_function` says which kind of body "
@@ -199,3 +202,16 @@ def op_determinism_enabled() -> bool:
         return bool(importlib.import_module(FRAMEWORK_CONFIG_MODULE).is_op_determinism_enabled())
     except (ImportError, AttributeError):
         return False
+
+
+def autograph_origin(frame: Any) -> tuple[str, int] | None:
+    """The user's (file, line) behind a frame of AutoGraph-generated code (a branch's too), from the source
+    map of the converted function that `converted_call` runs: the nearest such call up the stack."""
+    caller = frame.f_back
+    while caller is not None and caller.f_code.co_name != AUTOGRAPH_CALL[1]:
+        caller = caller.f_back
+    source_map = getattr(caller.f_locals.get("converted_f"), "ag_source_map", None) if caller is not None else None
+    for location, origin in (source_map or {}).items():
+        if location.filename == frame.f_code.co_filename and location.lineno == frame.f_lineno:
+            return origin.loc.filename, origin.loc.lineno
+    return None

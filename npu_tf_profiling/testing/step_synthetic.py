@@ -6,7 +6,7 @@ For tests and benchmarks of the readers of long runs (``npu-tf-prof view`` on
 folder takes a fraction of a second to make. Each iteration is laid end to
 end: GetNext inside Data Aug Bound, one all-reduce from ``reduce_offset`` after
 FP Start, then Iteration Refresh; ``noise`` scales every phase per iteration,
-and ``spikes`` adds time to the FP to BP of chosen iterations.
+``spikes`` adds time to the FP to BP of chosen iterations, ``gap_spikes`` to their Data Aug Bound.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class StepPlan:
     refresh: float = 200.0
     noise: float = 0.0  # relative, per phase and iteration
     spikes: dict[int, float] = field(default_factory=dict)  # 0-based iteration -> extra FP to BP µs
+    gap_spikes: dict[int, float] = field(default_factory=dict)  # 0-based iteration -> extra Data Aug Bound µs
     seed: int = 0
 
 
@@ -46,6 +47,8 @@ def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, mo
     aug, fp_bp, refresh = plan.data_aug * scale(), plan.fp_bp * scale(), plan.refresh * scale()
     for index, extra in plan.spikes.items():
         fp_bp[index] += extra
+    for index, extra in plan.gap_spikes.items():
+        aug[index] += extra
     ends = T0_US + np.cumsum(aug + fp_bp + refresh)
     fp = ends - refresh - fp_bp
     shape = RecordShape(get_next_pairs=1, has_fp=True, has_bp=True, reduce_pairs=1, has_step=False)

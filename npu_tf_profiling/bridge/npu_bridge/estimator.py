@@ -24,6 +24,8 @@ from npu_tf_profiling.config.profiling_config import ProfilingConfig
 from npu_tf_profiling.bridge.npu_bridge.hooks import npu_hooks_append
 from npu_tf_profiling.bridge.ranks.discovery import tf_config_hidden_from_run_config
 from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
+from npu_tf_profiling.raw_format.call_sites import RUN_CONFIG
+from npu_tf_profiling.runtime import call_sites
 from npu_tf_profiling.runtime import tf_private
 
 try:  # tf.estimator exists up to TensorFlow 2.15.
@@ -164,6 +166,7 @@ if _ESTIMATOR_ERROR is None:
             if profiling_config is not None and not isinstance(profiling_config, ProfilingConfig):
                 raise TypeError(f"NPURunConfig: profiling_config must be a ProfilingConfig, got {type(profiling_config).__name__}")
             self.iterations_per_loop = iterations_per_loop
+            call_sites.note_caller(RUN_CONFIG, {"iterations_per_loop": iterations_per_loop})  # advise names this line
             self._profiling_config = profiling_config
             with tf_config_hidden_from_run_config():  # an Ascend rank is its own chief (see bridge.ranks.discovery)
                 super().__init__(
