@@ -1,12 +1,12 @@
 """`npu-tf-prof`: the command-line front door.
 
 Each sub-command lives next to the room it belongs to (``graph_points.command``,
-``reports.command``...) and is imported only when chosen, so `report` and
-`cluster` never pay for importing TensorFlow.
+``reports.commands.<name>``, ``bridge.launch.launcher``) and is imported only when
+chosen, so the report commands never pay for importing TensorFlow.
 
 Exit codes (``exit_codes``): 0 success, 2 bad input (missing/corrupt file, bad
 arguments), 3 nothing found (e.g. no fp/bp points), 4 a regression past the
-threshold (``diff``). Sub-commands return these.
+threshold (``diff``), 141 the reader closed the pipe (below). Sub-commands return these.
 
 A reader that stops early (``npu-tf-prof points g.pbtxt | head``) closes the
 pipe under us. Well-behaved Unix tools then die of SIGPIPE without a word, and

@@ -147,8 +147,10 @@ def test_sigterm_mid_run_loses_at_most_a_second_of_iterations(tmp_path: Path) ->
 # ----- damaged raw files ----------------------------------------------------------------------------------------
 def test_corrupt_and_truncated_raw_files_are_reported_by_place_and_the_rest_analysed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The job's graph is finalized before its session exists (as MonitoredSession leaves it): profiled all the same."""
     graph = tf.Graph()
     train_op, _, init_op, _ = session_mlp(graph)
+    graph.finalize()
     config = tf.ConfigProto()
     write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on", "task_trace": "on",
                                             "start_step": 3, "stop_step": 6}))
@@ -156,6 +158,10 @@ def test_corrupt_and_truncated_raw_files_are_reported_by_place_and_the_rest_anal
         sess.run(init_op)
         for _ in range(12):
             sess.run(train_op)
+    assert graph.finalized  # the probes went in, and the graph is finalized again, as the script left it
+    whole = step_trace_rows(tmp_path)[1]  # the reports of the session's close, before any damage
+    assert ids(whole) == list(range(1, 13))
+    assert_step_trace_formulas(whole)
     prof = only_prof_dir(tmp_path)
     data = prof / "device_0" / layout.DATA_DIR
     raw = bytearray((data / layout.TRAINING_FRAMES_FILE).read_bytes())
@@ -181,8 +187,10 @@ def test_corrupt_and_truncated_raw_files_are_reported_by_place_and_the_rest_anal
 
 # ----- two jobs, one output -----------------------------------------------------------------------------------------
 def test_two_processes_on_one_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    jobs = [subprocess.Popen([sys.executable, str(FAULTY_JOB), str(steps), "none"], env=profiling_env(tmp_path),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for steps in (20, 25)]
+    """Also: `tf.config.run_functions_eagerly(True)` in a graph-mode job (the 25-step one) changes nothing."""
+    jobs = [subprocess.Popen([sys.executable, str(FAULTY_JOB), str(steps), fault], env=profiling_env(tmp_path),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for steps, fault in ((20, "none"), (25, "eager_functions"))]
     for job in jobs:
         out, err = job.communicate(timeout=180)
         assert job.returncode == 0 and out.endswith("done\n"), err
@@ -191,35 +199,14 @@ def test_two_processes_on_one_output(tmp_path: Path, capsys: pytest.CaptureFixtu
     counts = sorted(len(frame_records((p / "device_0" / layout.DATA_DIR / layout.TRAINING_FRAMES_FILE).read_bytes()))
                     for p in profs)
     assert counts == [20, 25]
+    assert sorted(ids(step_trace_rows(tmp_path, prof)[1]) for prof in profs) == [list(range(1, 21)), list(range(1, 26))]
     assert cli_main(["summary", str(tmp_path)]) == 0
     assert capsys.readouterr().out.count("Device 0, Model ID 1:") == 2
     assert cli_main(["cluster", str(tmp_path), "--no-tasks"]) == 2  # not two ranks of one job: said, not merged
     assert "several folders claim the same rank" in capsys.readouterr().err
 
 
-# ----- graphs and modes ----------------------------------------------------------------------------------------------
-def test_graph_finalized_before_the_first_run(tmp_path: Path) -> None:
-    graph = tf.Graph()
-    train_op, _, init_op, _ = session_mlp(graph)
-    graph.finalize()
-    config = tf.ConfigProto()
-    write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on"}))
-    with tf.Session(graph=graph, config=config) as sess:
-        sess.run(init_op)
-        for _ in range(8):
-            sess.run(train_op)
-    assert graph.finalized  # the probes went in, and the graph is finalized again, as the script left it
-    rows = step_trace_rows(tmp_path)[1]
-    assert ids(rows) == list(range(1, 9))
-    assert_step_trace_formulas(rows)
-
-
-def test_run_functions_eagerly_in_a_graph_mode_job_changes_nothing(tmp_path: Path) -> None:
-    done = run_job(tmp_path, "12", "eager_functions")
-    assert done.returncode == 0 and done.stdout.endswith("done\n"), done.stderr
-    assert ids(step_trace_rows(tmp_path)[1]) == list(range(1, 13))
-
-
+# ----- modes ----------------------------------------------------------------------------------------------------------
 def test_steps_run_eagerly_are_not_profiled_and_say_so(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(SCRIPTS / "eager_fit.py")], env=profiling_env(tmp_path),
                           capture_output=True, text=True, timeout=180)

@@ -25,9 +25,11 @@ Three ways to say it, one model (``CollectionWindow``):
 training_trace then stays on for every iteration. ``"apply_to": "all"``
 windows training_trace as well.
 
-Iteration ids here are the runtime's per-model traced-run counter ``run``
-(1-based); torch's step index is ``iteration_id - 1``. Nothing here imports
-TensorFlow.
+Iteration ids here are the reports' Iteration IDs, on both paths: the global
+step on the Session path once the runtime has read it (before that, and in a
+graph without one, the run number), the run number (the call counter) of a
+TensorFlow 2 step (docs/architecture.md's glossary). torch's step index is
+``iteration_id - 1``. Nothing here imports TensorFlow.
 """
 from __future__ import annotations
 

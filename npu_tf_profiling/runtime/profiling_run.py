@@ -33,6 +33,7 @@ from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.raw_format.atomic import atomic_write_json
 from npu_tf_profiling.raw_format.prof_name import ProfName
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 OTHER_RUNS_BATCH = 256
 OTHER_RUNS_FLUSH_S = 0.5
@@ -184,34 +185,31 @@ class ProfilingRun:
 
     # ----- metadata and reports -----------------------------------------------------------
     def _write_info(self) -> None:
-        options = self.resolution.options
-        info = {
-            "options": options.to_dict(),
-            "source": self.resolution.source,
-            "output_dir": str(self.resolution.output_dir),
-            "not_collected": {key: f"accepted, not collected on {self.device_kind}" for key in options.not_collected()},
-            "device_id": self.device_id,
-            "device_kind": self.device_kind,
-            "rank_id": self.device_id,
-            "rank_size": rank_size(),
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "python_version": platform.python_version(),
-            "tensorflow_version": _tensorflow_version(),
-            "start_time_us": self.started_us,
-            "models": {str(m.model_id): m.trace_points for m in self.models.values()},
-            "notes": list(self.notes),
-            layout.K_OTHER_RUNS_RECORDED: True,  # the runs between iterations are in other_runs.jsonl
-            layout.K_OTHER_RUNS: {kind: dict(value) for kind, value in self._other_totals.items()},
-        }
-        if self._closed_us is not None:  # `watch` tells a finished job from a running or killed one by it
-            info[layout.K_CLOSED] = self._closed_us
-        if self.resolution.ignored_env:
-            # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
-            info["env_ignored"] = {"variables": dict(self.resolution.ignored_env), "reason": ignored_env_note(self.resolution.ignored_env, self.resolution.source)}
+        options, ignored = self.resolution.options, self.resolution.ignored_env
+        info = RunInfo(
+            options=options.to_dict(),
+            source=self.resolution.source,
+            output_dir=str(self.resolution.output_dir),
+            not_collected={key: f"accepted, not collected on {self.device_kind}" for key in options.not_collected()},
+            device_id=self.device_id,
+            device_kind=self.device_kind,
+            rank_id=self.device_id,
+            rank_size=rank_size(),
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            python_version=platform.python_version(),
+            tensorflow_version=_tensorflow_version(),
+            start_time_us=self.started_us,
+            models={str(m.model_id): m.trace_points for m in self.models.values()},
+            notes=list(self.notes),
+            other_runs_recorded=True,
+            other_runs={kind: dict(value) for kind, value in self._other_totals.items()},
+            closed_us=self._closed_us,  # `watch` tells a finished job from a running or killed one by it
+            env_ignored={"variables": dict(ignored), "reason": ignored_env_note(ignored, self.resolution.source)} if ignored else None,
+        )
         path = layout.device_dir(self.prof_dir, self.device_id) / layout.INFO_FILE
         try:
-            atomic_write_json(path, info)
+            atomic_write_json(path, info.to_json())
         except OSError as exc:
             warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
 

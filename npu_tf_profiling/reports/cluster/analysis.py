@@ -29,6 +29,7 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.anomalies import JSON_NAME as ANOMALIES_JSON
 from npu_tf_profiling.reports.cluster.anomalies import anomaly_notes, cluster_anomalies
@@ -165,8 +166,8 @@ def _shift_expected(folders: list[tuple[str, str]], align: str) -> bool:
         return False
     if align == ctl.ALIGN_REDUCE:
         return True
-    hosts = {raw_mod.read_info(device_dir).get("host") for _, device_dir in folders}
-    return len({h for h in hosts if isinstance(h, str)}) > 1
+    hosts = {RunInfo.from_json(raw_mod.read_info(device_dir)).host for _, device_dir in folders}
+    return len(hosts - {None}) > 1
 
 
 def _remove_old_timelines(out: Path, groups: list[tlf.TimelineGroup]) -> None:

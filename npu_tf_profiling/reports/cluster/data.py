@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
@@ -58,13 +59,11 @@ class RankData:
 
     @property
     def host(self) -> Optional[str]:
-        value = self.info.get("host")
-        return value if isinstance(value, str) else None
+        return RunInfo.from_json(self.info).host
 
     @property
     def pid(self) -> Optional[int]:
-        value = self.info.get("pid")
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return RunInfo.from_json(self.info).pid
 
     @property
     def rows(self) -> int:
@@ -252,8 +251,8 @@ def load_ranks(root: Path | str, folders: list[tuple[Path, Path]]) -> ClusterDat
 def _absent_ranks(found: list[int], infos: list[dict[str, Any]]) -> list[str]:
     """Notes for ranks with no folder: all of 0..rank_size-1 when info.json records the job's size, else gaps."""
     found = sorted(found)
-    sizes = [info.get("rank_size") for info in infos]
-    size = max((v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v > 0), default=None)
+    sizes = [RunInfo.from_json(info).rank_size for info in infos]
+    size = max((v for v in sizes if v is not None and v > 0), default=None)
     if size is not None:
         absent = sorted(set(range(size)) - set(found))
         where = f"of the {size} rank(s) the job has (rank_size in info.json)"

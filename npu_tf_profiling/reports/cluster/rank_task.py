@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.data import sync_points
 from npu_tf_profiling.reports.step import records as raw_mod
@@ -63,8 +64,7 @@ class RankPart:
 
     @property
     def host(self) -> Optional[str]:
-        value = self.info.get("host")
-        return value if isinstance(value, str) else None
+        return RunInfo.from_json(self.info).host
 
 
 @dataclass(frozen=True)

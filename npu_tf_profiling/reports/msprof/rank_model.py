@@ -10,6 +10,7 @@ epoch (what our CSVs hold); task times are the StepStats nanoseconds.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -17,6 +18,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task.classify import TASK_COMMUNICATION, TASK_TYPES
@@ -55,24 +57,26 @@ class RankModel:
     comm_ops: pd.DataFrame
     tasks: Optional[pd.DataFrame]
 
+    @functools.cached_property
+    def run_info(self) -> RunInfo:
+        return RunInfo.from_json(self.info)
+
     @property
     def host(self) -> str:
-        return host_of(self.info)
+        return self.run_info.host or "localhost"
 
     @property
     def pid(self) -> int:
-        value = self.info.get("pid")
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return self.run_info.pid or 0
 
     @property
     def rank_size(self) -> Optional[int]:
-        value = self.info.get("rank_size")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        size = self.run_info.rank_size
+        return size if size is not None and size > 0 else None
 
     @property
     def device_kind(self) -> str:
-        value = self.info.get("device_kind")
-        return value if isinstance(value, str) and value else "CPU"
+        return self.run_info.device_kind or "CPU"
 
     def time_range_ns(self) -> tuple[int, int]:
         """Start and end of what was recorded, ns (the session start when info.json has it)."""
@@ -81,8 +85,8 @@ class RankModel:
         if self.tasks is not None and len(self.tasks):
             starts.append(int(self.tasks["start_ns"].min()))
             ends.append(int(self.tasks["end_ns"].max()))
-        session = self.info.get("start_time_us")
-        if isinstance(session, (int, float)) and not isinstance(session, bool) and np.isfinite(session):
+        session = self.run_info.start_time_us
+        if session is not None:
             starts.append(us_to_ns(session))
         start = min(starts, default=0)
         return start, max(ends, default=start)
@@ -99,8 +103,7 @@ def us_to_ns(us: float) -> int:
 
 def host_of(info: dict[str, Any]) -> str:
     """The host a device folder was recorded on (info.json), ``localhost`` when unknown."""
-    value = info.get("host")
-    return value if isinstance(value, str) and value else "localhost"
+    return RunInfo.from_json(info).host or "localhost"
 
 
 def _float(series: pd.Series) -> np.ndarray:

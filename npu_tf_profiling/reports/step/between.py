@@ -34,6 +34,7 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS, RETRACE, OtherRuns, read_other_runs
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.step import table as st
 
 INPUT = "input"
@@ -50,7 +51,7 @@ def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRun
 
     A retrace's line is the step's own call, not a run between iterations: its iteration is named and left out
     of the statistics apart (``retraces``), so it is not split here."""
-    if not info.get(layout.K_OTHER_RUNS_RECORDED):
+    if not RunInfo.from_json(info).other_runs_recorded:
         return None
     runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
     keep = np.array([kind != RETRACE for kind in runs.kinds], dtype=bool)

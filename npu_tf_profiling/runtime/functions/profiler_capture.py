@@ -6,16 +6,15 @@ kernel run, with its thread; `HOST_TRACER_LEVEL` says why not 2). The profiler
 runs only while the calls the collection wants tasks for run (`Collection.wants`, the window of
 ``start_step``/``stop_step``, or every step without one): it is started before
 the first such call and stopped after the last, or every `CALLS_PER_SESSION`
-calls, so its buffer stays bounded. At each stop its trace (an XSpace) is read
-back here, where TensorFlow is loaded, and each call's kernels become that
-iteration's StepStats: the same task_trace.bin record a Session's FULL_TRACE
-run gives, so every task report reads it unchanged.
-
-The trace's times are relative to the profiler's start. They are put on the
-epoch by an eager ``tf.timestamp()`` run at each start and stop: its value is
-read inside its own kernel run, which the trace holds (good to half that run,
-a few µs). Calls are matched by host time: a call's kernels are those that
-started between its call and its return.
+calls, so its buffer stays bounded. At each stop its trace (an XSpace) is
+written as it came to task_xspace.bin, one record per window with the window's
+calls (model, run number, call and return times) and the epoch anchors: an
+eager ``tf.timestamp()`` run at the start and at the stop, whose values are
+read inside kernel runs the trace holds. The reports decode it offline, without
+TensorFlow (``reports.task.xspace``): they place the trace's clock on the epoch
+by those anchors and the probe kernels, and give each call the kernels that ran
+between its call and its return, as the StepStats a Session's FULL_TRACE run
+gives, so every task report reads both paths alike.
 
 TensorFlow's profiler is process-wide: when the script runs one itself, the
 window is not captured, and one note says so. Any failure here gives one
