@@ -50,7 +50,7 @@ TABLE: dict[str, tuple[list, list]] = {
     "tensorboard": (["/tmp/tb", "/tmp/logs/run 1"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/\x7f"]),
     "timeline_slice_mb": ([1, 200, 2048, "300"], [0, 2049, -1, 1.5, "", "x", True, None]),
     # The peers' host switches (runtime/host_stacks.py).
-    "with_stack": ([True, False], [1, "true", None, "on"]),
+    "with_stack": ([True, False], [1, "true", None, "yes", ""]),
     "gc_detect_threshold": ([0, 0.5, 10], [-1, "5", True, None, float("nan"), float("inf")]),
 }
 

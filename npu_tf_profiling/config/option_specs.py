@@ -116,13 +116,6 @@ def storage_limit(key: str, value: Any) -> str:
     return value
 
 
-def switch(key: str, value: Any) -> bool:
-    """A JSON true/false, as torch_npu's and MindSpore's switches of the same name are."""
-    if isinstance(value, bool):
-        return value
-    raise _fail(key, value, "true or false")
-
-
 def milliseconds(key: str, value: Any) -> float:
     """A duration in ms, a JSON number >= 0 (finite: NaN and infinity would make every comparison false)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
@@ -134,6 +127,15 @@ def aic_metrics(key: str, value: Any) -> str:
     if isinstance(value, str) and (value in AIC_METRICS or _CUSTOM_METRICS.match(value)):
         return value
     raise _fail(key, value, "one of " + ", ".join(AIC_METRICS) + ", or 'Custom:0x..' event ids")
+
+
+def switch(key: str, value: Any) -> bool:
+    """A switch the peers spell as a bool (torch_npu's ``profile_memory=True``); CANN's "on"/"off" read as one too."""
+    if value is True or value == "on":
+        return True
+    if value is False or value == "off":
+        return False
+    raise _fail(key, value, "true or false (or \"on\" / \"off\")")
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class ProfilingRun:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
-        self._host = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
+        self._host_stacks = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
 
     # ----- collection ---------------------------------------------------------------------
     @property
@@ -227,8 +227,8 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
-        if self._host is not None:
-            self._host.stop()
+        if self._host_stacks is not None:
+            self._host_stacks.stop()
         for writer in self._writers:
             writer.close()
         if self._other_totals:
