@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from npu_tf_profiling.config import legacy, output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import check_needs_training_trace
 from npu_tf_profiling.config.schedule import check_window_keys
 from npu_tf_profiling.config.option_specs import (
     ALIASES,
@@ -75,6 +76,12 @@ class ProfilingOptions:
     # The peers' host-side switches: sample the training thread's stacks; record GC pauses >= this many ms.
     with_stack: bool | None = None
     gc_detect_threshold: float | None = None
+    # The peers' key (torch_npu, MindSpore): peak memory per iteration (runtime/host/).
+    profile_memory: bool | None = None
+    # torch_npu's: which reports are written, "text", "db" or "text,db" (None: both; reports.export_types).
+    export_type: str | None = None
+    # Ours: task_trace armed when iterations turn slow (config/anomaly_capture.py): "off" or every setting.
+    anomaly_capture: str | dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 
@@ -154,6 +161,7 @@ class ProfilingOptions:
                 raise ProfilingOptionsError(f"{origin}: {exc}") from None
         try:
             check_window_keys(values)
+            check_needs_training_trace(values)
         except ProfilingOptionsError as exc:
             raise ProfilingOptionsError(f"{origin}: {exc}") from None
         return cls(**values, notes=tuple(notes))

@@ -39,7 +39,8 @@ from typing import Any, Callable, Hashable
 import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
-from npu_tf_profiling.runtime import other_runs, tf_private
+from npu_tf_profiling.raw_format.call_sites import TRAINING_RUN
+from npu_tf_profiling.runtime import call_sites, other_runs, tf_private
 from npu_tf_profiling.runtime.session.fed_arrays import FEEDS_KEY, FeedWatch
 from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 from npu_tf_profiling.runtime.collection import CollectionSource
@@ -80,6 +81,7 @@ class _GraphState:
                 entry[FALLBACK_KEY] = fallbacks
             with _MODEL_LOCK:
                 model = run.register_model(self._model_key(run), entry, self.op_types if task_trace else None)
+            call_sites.note_caller(TRAINING_RUN, {"model_id": model.model_id})  # the user's line running the step
             self.models[id(run)] = model
             for option, record in fallbacks.items():
                 if record != self.chosen.fallbacks.get(option):
