@@ -6,7 +6,7 @@
   splits the time between iterations from the step call at a glance.
 * ``gc_pauses_<ts>.csv``: one row per GC pause, with the iteration it fell in.
 * ``host_trace_<ts>.json``: a Chrome trace (Perfetto, chrome://tracing) with the step
-  trace's tracks and, per device, a ``Host Python (with_stack)`` track (consecutive samples
+  trace's tracks (up to STEP_EVENTS_AT_MOST iterations) and, per device, a ``Host Python (with_stack)`` track (consecutive samples
   on one line of the script merged into one span, its stack in ``args``) and a
   ``GC pauses`` track. Its own file: the step-trace timeline is sliced by rows for
   million-iteration runs, and these events are not rows.
@@ -32,6 +32,7 @@ GC_COLUMNS = ["Device_id", "Model ID", "Iteration ID", "Start(us)", "Duration(us
               "Uncollectable", "Phase"]
 HOST_TRACK, GC_TRACK = "Host Python (with_stack)", "GC pauses"
 _HOST_TID, _GC_TID = 10_000, 10_001  # after every step-trace track of a device
+STEP_EVENTS_AT_MOST = 100_000  # iterations; a longer run's host trace holds the host tracks only (its step trace is sliced)
 GAP_SAMPLES = 2.5  # samples further apart than this many periods start a new span
 
 
@@ -76,7 +77,8 @@ def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
         written.append(path)
     if events:
         path = out_dir / f"host_trace_{timestamp}.json"
-        atomic_write_text(path, chrome_trace.dumps_events(step_trace_events(data.table) + _track_names(events) + events))
+        steps = step_trace_events(data.table) if len(data.table) <= STEP_EVENTS_AT_MOST else []
+        atomic_write_text(path, chrome_trace.dumps_events(steps + _track_names(events) + events))
         written.append(path)
     return written
 
