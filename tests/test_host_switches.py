@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from npu_tf_profiling import mstx
+from npu_tf_profiling.cli import main
 from npu_tf_profiling.config import ProfilingOptions, ProfilingOptionsError
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
@@ -136,6 +137,12 @@ def test_the_400_mb_iteration_stands_out(run) -> None:
     assert peaks[BIG_STEP] - others == pytest.approx(400, abs=40)
     named = [line for line in done.stderr.splitlines() if "profile_memory: iteration" in line]
     assert len(named) == 1 and f"iteration {BIG_STEP} " in named[0], named
+
+
+def test_the_charts_page_draws_the_peaks(run, tmp_path: Path) -> None:
+    prof, _, _ = run
+    assert main(["view", str(prof), "-o", str(tmp_path / "page.html")]) == 0
+    assert "Peak memory per iteration (profile_memory)" in (tmp_path / "page.html").read_text()
 
 
 def test_markers_are_in_the_host_timeline_and_summarised_per_iteration(run) -> None:
