@@ -190,3 +190,16 @@ def test_summary_names_the_outstanding_iteration_and_the_repeating_range(run) ->
     text = "\n".join(model.render_lines())
     assert f"Host: profile_memory: iteration {BIG_STEP} (Model ID 1, device 0) peaked at" in text
     assert "Host: mstx range 'prepare batch' (default, Model ID 1): 39 iterations, mean" in text
+
+
+def test_torn_last_lines_are_skipped(tmp_path: Path) -> None:
+    """A kill mid-append tears the last line of either raw file: the rest is read as if it were not there."""
+    data = tmp_path / layout.DATA_DIR
+    data.mkdir()
+    (data / layout.HOST_SYS_FILE).write_text('{"header": {"cpus": 2}}\n{"t_us": 1.0, "cpu": [1, 0]}\n'
+                                             '{"t_us": 2.0, "cpu": [1.5, 0]}\n{"t_us": 3.0, "cpu": [')
+    (data / layout.MSTX_FILE).write_text('{"kind": "mark", "message": "m", "domain": "default", "tid": 1, '
+                                         '"start_us": 5.0, "end_us": 5.0}\n{"kind": "range", "mess')
+    samples = read_host_samples(tmp_path)
+    assert samples.t_us.tolist() == [1.0, 2.0] and samples.header == {"cpus": 2}
+    assert [m.message for m in read_markers(tmp_path)] == ["m"]
