@@ -203,3 +203,16 @@ def test_torn_last_lines_are_skipped(tmp_path: Path) -> None:
     samples = read_host_samples(tmp_path)
     assert samples.t_us.tolist() == [1.0, 2.0] and samples.header == {"cpus": 2}
     assert [m.message for m in read_markers(tmp_path)] == ["m"]
+
+
+def test_a_long_runs_counters_are_thinned_without_losing_the_peak() -> None:
+    from npu_tf_profiling.reports.host import timeline
+
+    n = timeline.MAX_COUNTER_POINTS * 3 + 7
+    t = np.arange(n, dtype=float) * 20e3
+    values = np.ones(n)
+    values[12_345] = 99.0
+    values[100] = np.nan
+    events = timeline._counter(0, "Peak Memory", t, {"host peak MB": values})
+    assert timeline.MAX_COUNTER_POINTS / 2 < len(events) <= timeline.MAX_COUNTER_POINTS
+    assert max(e["args"]["host peak MB"] for e in events) == 99.0
