@@ -5,6 +5,7 @@ not" fact in one place, so adding a key is one line, not edits in four places.
 """
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any, Callable
 
 from npu_tf_profiling.config import output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import validate_anomaly_capture
 from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
 ON_OFF = ("on", "off")
@@ -72,6 +74,21 @@ def comma_list(*allowed: str) -> Validator:
     return check
 
 
+EXPORT_TYPES = ("text", "db")
+
+
+def export_type(key: str, value: Any) -> str:
+    """torch_npu's ``export_type``: "text", "db" or both ("text,db", or a JSON list as torch_npu takes it).
+
+    Normalised to a comma list in ``EXPORT_TYPES``' order, so the reports read one spelling.
+    """
+    items = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+    chosen = [item.strip() if isinstance(item, str) else item for item in items or []]
+    if not chosen or any(item not in EXPORT_TYPES for item in chosen) or len(set(chosen)) != len(chosen):
+        raise _fail(key, value, '"text", "db", or both ("text,db" or ["text", "db"])')
+    return ",".join(t for t in EXPORT_TYPES if t in chosen)
+
+
 def _unprintable(value: str) -> str | None:
     """What makes a name unusable: control characters (NUL, ESC, newline...) or lone surrogates (not valid Unicode)."""
     controls = sorted({repr(c) for c in value if unicodedata.category(c) == "Cc"})
@@ -113,6 +130,13 @@ def storage_limit(key: str, value: Any) -> str:
     if not match or not low <= int(match.group(1)) <= high:
         raise _fail(key, value, f"a size in MB with the unit, e.g. \"500MB\", from {low}MB to {high}MB")
     return value
+
+
+def milliseconds(key: str, value: Any) -> float:
+    """A duration in ms, a JSON number >= 0 (finite: NaN and infinity would make every comparison false)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    raise _fail(key, value, "a number of milliseconds >= 0")
 
 
 def aic_metrics(key: str, value: Any) -> str:
@@ -172,11 +196,14 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
     OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
                "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
-)
-
-# Host side (issue 47: host_sys, mstx, profile_memory), the peers' names; runtime/host/ collects them.
-SPECS += (
+    # The peers' host-side switches (torch_npu, MindSpore): runtime/host_stacks.py.
+    OptionSpec("with_stack", switch, True, "sample the training thread's Python stacks (100 Hz) and name the lines holding host time"),
+    OptionSpec("gc_detect_threshold", milliseconds, True, "record every Python GC pause of at least this many ms (torch_npu's key)"),
+    # runtime/host/ collects it, with host_sys and msproftx.
     OptionSpec("profile_memory", switch, True, "peers' key: peak host (and GPU) memory per iteration"),
+    OptionSpec("export_type", export_type, True, "torch_npu's: which reports are written: text (CSV/JSON), db (SQLite), both"),
+    OptionSpec("anomaly_capture", validate_anomaly_capture, True,
+               "ours: task_trace armed when iterations turn slow: \"on\" or {factor, min_us, steps, max_captures, cooldown}"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}

@@ -94,6 +94,8 @@ K_ITERATION_END = "iteration_end"
 PROBE_SCOPE = "npu_tf_profiling_probes"
 # info.json, per model: the user's fp/bp points that were asked for but not used (runtime writes, summary reads).
 K_TRACE_POINTS_FALLBACK = "trace_points_fallback"
+# A model's info.json entry: the iteration end against its calls' host returns (runtime/end_check.py); "note" when early.
+K_ITERATION_END_CHECK = "iteration_end_check"
 
 TASK_TRACE_FILE = "task_trace.bin"
 TASK_MAGIC = b"NTT1"
@@ -106,7 +108,17 @@ GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
 K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
+# The `tensorboard` option's event files, under its logdir (written live by the runtime, whole by the reports).
+TENSORBOARD_RUN = "rank_{rank}_model_{model_id}"
+TENSORBOARD_EVENT_FILE = "events.out.tfevents.{first}.{prof}.npu_tf_profiling"  # first: the first Iteration End, s
+TENSORBOARD_TAG_PREFIX = "step_trace/"
+TENSORBOARD_FILE_VERSION = "brain.Event:2"
+ANOMALIES_FILE = "anomalies.jsonl"  # anomaly_capture: one JSON object a line, each capture (reference or anomaly)
+K_CLOSED = "closed_us"  # info.json: when the job closed the folder (absent while it runs, or if it was killed)
 # Keys of a task_trace record header.
+HOST_STACKS_FILE = "host_stacks.jsonl"  # with_stack: the training thread's Python stacks (``host_samples``)
+GC_PAUSES_FILE = "gc_pauses.jsonl"  # gc_detect_threshold: Python GC pauses (``host_samples``)
+
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"
 
@@ -159,6 +171,18 @@ def xspace_path(prof_dir: Path, device_id: int) -> Path:
 
 def other_runs_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / OTHER_RUNS_FILE
+
+
+def host_stacks_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / HOST_STACKS_FILE
+
+
+def gc_pauses_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / GC_PAUSES_FILE
+
+
+def anomalies_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / ANOMALIES_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

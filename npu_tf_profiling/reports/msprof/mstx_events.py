@@ -45,6 +45,6 @@ def add_marker_rows(model: RankModel, strings: StringIds, rows: dict[str, Any]) 
         connection = FIRST_ID + i
         events.append((start, end, RANGE_EVENT, i, None, strings(marker.message), tid, tid, strings(marker.domain), connection))
         tasks.append((start, end, model.rank, connection, FIRST_ID + i, model.pid, kind, None, None, FIRST_ID + i, None))
-    rows[TABLE] = events
-    rows["TASK"] = [*rows["TASK"], *tasks]
+    rows[TABLE] = [events]
+    rows["TASK"].append(tasks)
     return True
