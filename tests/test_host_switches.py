@@ -25,7 +25,7 @@ import pytest
 from npu_tf_profiling import mstx
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config import ProfilingOptions, ProfilingOptionsError
-from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.host.iterations import iteration_spans
@@ -196,12 +196,14 @@ def test_torn_last_lines_are_skipped(tmp_path: Path) -> None:
     """A kill mid-append tears the last line of either raw file: the rest is read as if it were not there."""
     data = tmp_path / layout.DATA_DIR
     data.mkdir()
-    (data / layout.HOST_SYS_FILE).write_text('{"header": {"cpus": 2}}\n{"t_us": 1.0, "cpu": [1, 0]}\n'
-                                             '{"t_us": 2.0, "cpu": [1.5, 0]}\n{"t_us": 3.0, "cpu": [')
+    (data / layout.HOST_SYS_FILE).write_bytes(
+        host_usage.encode_header({"cpus": 2}) + host_usage.encode_sample(1.0, {"cpu": [1, 0]})
+        + host_usage.encode_sample(2.0, {"cpu": [1.5, 0], "mem": 7}) + host_usage.encode_sample(3.0, {"cpu": [2, 0]})[:9])
     (data / layout.MSTX_FILE).write_text('{"kind": "mark", "message": "m", "domain": "default", "tid": 1, '
                                          '"start_us": 5.0, "end_us": 5.0}\n{"kind": "range", "mess')
     samples = read_host_samples(tmp_path)
     assert samples.t_us.tolist() == [1.0, 2.0] and samples.header == {"cpus": 2}
+    assert samples.columns["cpu"].tolist() == [[1, 0], [1.5, 0]] and np.isnan(samples.columns["mem"][0])
     assert [m.message for m in read_markers(tmp_path)] == ["m"]
 
 
