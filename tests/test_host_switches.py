@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 
 from npu_tf_profiling import mstx
+from npu_tf_profiling.cli import main
 from npu_tf_profiling.config import ProfilingOptions, ProfilingOptionsError
-from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.host.iterations import iteration_spans
@@ -138,6 +139,12 @@ def test_the_400_mb_iteration_stands_out(run) -> None:
     assert len(named) == 1 and f"iteration {BIG_STEP} " in named[0], named
 
 
+def test_the_charts_page_draws_the_peaks(run, tmp_path: Path) -> None:
+    prof, _, _ = run
+    assert main(["view", str(prof), "-o", str(tmp_path / "page.html")]) == 0
+    assert "Peak memory per iteration (profile_memory)" in (tmp_path / "page.html").read_text()
+
+
 def test_markers_are_in_the_host_timeline_and_summarised_per_iteration(run) -> None:
     prof, out, done = run
     markers = read_markers(layout.device_dir(prof, 0))
@@ -183,3 +190,31 @@ def test_summary_names_the_outstanding_iteration_and_the_repeating_range(run) ->
     text = "\n".join(model.render_lines())
     assert f"Host: profile_memory: iteration {BIG_STEP} (Model ID 1, device 0) peaked at" in text
     assert "Host: mstx range 'prepare batch' (default, Model ID 1): 39 iterations, mean" in text
+
+
+def test_torn_last_lines_are_skipped(tmp_path: Path) -> None:
+    """A kill mid-append tears the last line of either raw file: the rest is read as if it were not there."""
+    data = tmp_path / layout.DATA_DIR
+    data.mkdir()
+    (data / layout.HOST_SYS_FILE).write_bytes(
+        host_usage.encode_header({"cpus": 2}) + host_usage.encode_sample(1.0, {"cpu": [1, 0]})
+        + host_usage.encode_sample(2.0, {"cpu": [1.5, 0], "mem": 7}) + host_usage.encode_sample(3.0, {"cpu": [2, 0]})[:9])
+    (data / layout.MSTX_FILE).write_text('{"kind": "mark", "message": "m", "domain": "default", "tid": 1, '
+                                         '"start_us": 5.0, "end_us": 5.0}\n{"kind": "range", "mess')
+    samples = read_host_samples(tmp_path)
+    assert samples.t_us.tolist() == [1.0, 2.0] and samples.header == {"cpus": 2}
+    assert samples.columns["cpu"].tolist() == [[1, 0], [1.5, 0]] and np.isnan(samples.columns["mem"][0])
+    assert [m.message for m in read_markers(tmp_path)] == ["m"]
+
+
+def test_a_long_runs_counters_are_thinned_without_losing_the_peak() -> None:
+    from npu_tf_profiling.reports.host import timeline
+
+    n = timeline.MAX_COUNTER_POINTS * 3 + 7
+    t = np.arange(n, dtype=float) * 20e3
+    values = np.ones(n)
+    values[12_345] = 99.0
+    values[100] = np.nan
+    events = timeline._counter(0, "Peak Memory", t, {"host peak MB": values})
+    assert timeline.MAX_COUNTER_POINTS / 2 < len(events) <= timeline.MAX_COUNTER_POINTS
+    assert max(e["args"]["host peak MB"] for e in events) == 99.0

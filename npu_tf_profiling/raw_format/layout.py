@@ -53,18 +53,12 @@ What else ran between iterations, beside it in data/ (``other_runs``):
                               "other_runs": {kind: {"count": n, "time_us": t}} totals them over the whole run.
 
 Host side (``host_sys`` / ``host_sys_usage`` / ``profile_memory`` and the ``npu_tf_profiling.mstx`` markers), in data/:
-    host_sys.jsonl            one JSON object per sample of the host sampler thread (written in batches of about 1 s):
-                              {"t_us": float,                       # time.time() of the sample, epoch µs
-                               "cpu": [user_s, system_s],           # this process's CPU seconds so far (host_sys cpu)
-                               "sys_cpu": [user, system, iowait, irq, softirq, idle],  # the machine's CPU seconds
-                               "mem": rss_kb,                       # this process's RSS (host_sys mem)
-                               "sys_mem": [total_kb, used_kb],      # the machine's memory (host_sys_usage mem)
-                               "disk": [read_bytes, write_bytes],   # this process's I/O so far (host_sys disk)
-                               "net": [recv_bytes, sent_bytes],     # the machine's network I/O so far (host_sys network)
-                               "hwm_kb": kb,                        # profile_memory: peak RSS since the previous sample
-                               "dev_peak": bytes}                   # profile_memory on a GPU: the allocator's peak since then
-                              each key present only when asked; the first line is {"header": {...}} with
-                              "cpus" (logical CPUs), "netcard_kbps" and "freq_hz".
+    host_sys.csv              the host sampler's samples (``host_usage``): a JSON header line
+                              {"header": {"cpus", "netcard_kbps", "freq_hz", "mem_total_kb"}, "columns": [...]},
+                              then one line of numbers per sample (time.time() in epoch µs, then cumulative
+                              counters: this process's CPU seconds, RSS, disk bytes; the machine's network bytes,
+                              CPU seconds and memory; profile_memory's peak RSS since the previous sample and, on a
+                              GPU, the allocator's peak), a field empty where the sample did not read it
     mstx.jsonl                one JSON object per marker: {"kind": "mark" | "range", "message": str, "domain": str,
                                "tid": int, "start_us": float, "end_us": float}  (a mark has start_us == end_us)
 """
@@ -117,13 +111,13 @@ ANOMALIES_FILE = "anomalies.jsonl"  # anomaly_capture: one JSON object a line, e
 K_CLOSED = "closed_us"  # info.json: when the job closed the folder (absent while it runs, or if it was killed)
 # Keys of a task_trace record header.
 HOST_STACKS_FILE = "host_stacks.jsonl"  # with_stack: the training thread's Python stacks (``host_samples``)
-GC_PAUSES_FILE = "gc_pauses.jsonl"  # gc_detect_threshold: Python GC pauses (``host_samples``)
+GC_PAUSES_FILE = "gc_pauses.jsonl"  # gc_detect_threshold: Python GC pauses (``host_usage``)
 
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"
 
 
-HOST_SYS_FILE = "host_sys.jsonl"
+HOST_SYS_FILE = "host_sys.csv"
 MSTX_FILE = "mstx.jsonl"
 
 

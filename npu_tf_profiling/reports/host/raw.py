@@ -1,18 +1,20 @@
-"""Read a device folder's ``host_sys.jsonl`` and ``mstx.jsonl`` (``raw_format.layout`` documents both).
+"""Read a device folder's ``host_sys.csv`` and ``mstx.jsonl`` (``raw_format.layout`` documents both).
 
-Both are appended in batches while the job runs, so a kill can tear the last line: a line that is not
-a JSON object is skipped, and so is one without its time, and the rest is read as if it were not there.
+Both are appended in batches while the job runs, so a kill can tear the last line: it is dropped (a
+marker line that is not a JSON object is skipped), and the rest is read as if it were not there.
 """
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import numpy as np
+import pandas as pd
 
-from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format import host_usage, layout
 
 
 def _objects(path: Path) -> Iterator[dict[str, Any]]:
@@ -41,32 +43,29 @@ class HostSamples:
         return column is not None and bool(np.isfinite(column).any())
 
 
-_WIDTHS = {"cpu": 2, "sys_cpu": 6, "mem": 1, "sys_mem": 2, "disk": 2, "net": 2, "hwm_kb": 1, "dev_peak": 1}
-
-
 def read_host_samples(device_dir: Path) -> Optional[HostSamples]:
-    """The samples of ``host_sys.jsonl``, or None when the folder has none."""
-    header: dict[str, Any] = {}
-    rows: list[dict[str, Any]] = []
-    for value in _objects(Path(device_dir) / layout.DATA_DIR / layout.HOST_SYS_FILE):
-        if isinstance(value.get("header"), dict):
-            header = value["header"]
-        elif isinstance(value.get("t_us"), (int, float)):
-            rows.append(value)
-    if not rows:
+    """The samples of ``host_sys.csv``, or None when the folder has none."""
+    path = Path(device_dir) / layout.DATA_DIR / layout.HOST_SYS_FILE
+    if not path.is_file():
         return None
-    rows.sort(key=lambda row: row["t_us"])
-    columns: dict[str, np.ndarray] = {}
-    for key, width in _WIDTHS.items():
-        column = np.full((len(rows), width), np.nan)
-        for i, row in enumerate(rows):
-            value = row.get(key)
-            if isinstance(value, (int, float)) and width == 1:
-                column[i, 0] = value
-            elif isinstance(value, list) and len(value) == width and all(isinstance(v, (int, float)) for v in value):
-                column[i] = value
-        columns[key] = column[:, 0] if width == 1 else column
-    return HostSamples(header, np.array([row["t_us"] for row in rows], dtype=float), columns)
+    data = path.read_bytes()
+    first = data.find(b"\n")
+    head = host_usage.decode_header(data[:first]) if first >= 0 else None
+    if head is None:
+        return None
+    body = data[first + 1:data.rfind(b"\n") + 1]  # a torn last line (a kill mid-append) is dropped
+    if not body:
+        return None
+    frame = pd.read_csv(io.BytesIO(body), header=None, names=list(host_usage.COLUMNS), dtype=float,
+                        on_bad_lines="skip", engine="c")
+    frame = frame[np.isfinite(frame["t_us"])].sort_values("t_us", kind="stable")
+    if frame.empty:
+        return None
+    columns = {}
+    for group, names in host_usage.GROUPS.items():
+        values = frame[list(names)].to_numpy(dtype=float)
+        columns[group] = values[:, 0] if len(names) == 1 else values
+    return HostSamples(head["header"], frame["t_us"].to_numpy(dtype=float), columns)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ One process per device, named ``Host <device id>``, with CANN's layer names as c
 ``Memory Usage``, ``Disk Usage``, ``Network Usage``; CANN draws them in msprof_*.json), the
 ``profile_memory`` peaks as ``Peak Memory``, and the mstx markers: one track per thread and domain,
 ranges as spans (spread over lanes where they overlap, since Perfetto refuses overlapping spans on
-one track) and marks as instants. Times are epoch µs, as in ``step_trace_*.json``, so both files can
+one track) and marks as instants. A counter of a long run is thinned to ``MAX_COUNTER_POINTS`` (each point
+the largest of the samples it stands for). Times are epoch µs, as in ``step_trace_*.json``, so both files can
 be opened together in Perfetto and line up.
 """
 from __future__ import annotations
@@ -21,9 +22,24 @@ from npu_tf_profiling.reports.host.usage import process_cores, rates
 
 Event = chrome_trace.Event
 _COUNTER_TID = 0
+# A day at 50 Hz is 4.3M samples: beyond this many points a counter is thinned to the largest value of each run
+# of consecutive samples (drawn at the run's last time), so the file stays small enough to open and no peak is lost.
+MAX_COUNTER_POINTS = 20_000
+
+
+def _thinned(t_us: np.ndarray, series: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    if len(t_us) <= MAX_COUNTER_POINTS:
+        return t_us, series
+    step = -(-len(t_us) // MAX_COUNTER_POINTS)
+    starts = np.arange(0, len(t_us), step)
+    ends = np.minimum(starts + step, len(t_us)) - 1
+    with np.errstate(invalid="ignore"):
+        thinned = {label: np.fmax.reduceat(np.where(np.isfinite(v), v, -np.inf), starts) for label, v in series.items()}
+    return t_us[ends], {label: np.where(np.isinf(v), np.nan, v) for label, v in thinned.items()}
 
 
 def _counter(pid: int, name: str, t_us: np.ndarray, series: dict[str, np.ndarray]) -> list[Event]:
+    t_us, series = _thinned(t_us, series)
     events = []
     for i, ts in enumerate(t_us):
         args = {label: round(float(values[i]), 2) for label, values in series.items() if np.isfinite(values[i])}

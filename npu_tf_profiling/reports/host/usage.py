@@ -1,4 +1,4 @@
-"""CANN's host usage CSVs, from ``host_sys.jsonl``, with CANN's file names and columns.
+"""CANN's host usage CSVs, from ``host_sys.csv``, with CANN's file names and columns.
 
 Sources (CANN's Profiling guide, "performance data file reference"; cited in docs/output_format.md):
 ``host_cpu_usage_*.csv`` (Device_id, Total Cpu Numbers, Occupied Cpu Numbers, Recommend Cpu Numbers),

@@ -19,6 +19,7 @@ from npu_tf_profiling.reports.step.between import load_other_runs, row_causes
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task.table import TaskTable
 from npu_tf_profiling.reports.view import phases as ph
+from npu_tf_profiling.reports.view.host_section import add_memory_chart
 from npu_tf_profiling.reports.view.page import Page, text
 from npu_tf_profiling.reports.view.task_section import add_top_ops
 
@@ -51,6 +52,8 @@ def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], headin
         runs = load_other_runs(device.device_dir, device.info) if device is not None else None
         anomalies = [a for a in summary.anomalies if (a.get("device_id"), a.get("model_id")) == (int(device_id), int(model_id))]
         add_model(page, model, rows, row_causes(rows, runs), anomalies)
+        if device is not None:
+            add_memory_chart(page, device.device_dir, data.table, int(device_id), int(model_id))
         table = tasks.get(int(device_id))
         if table is not None:
             add_top_ops(page, table, int(model_id))

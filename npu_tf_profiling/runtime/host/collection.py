@@ -50,7 +50,8 @@ class HostCollection:
                  device_kind: str, add_note: Callable[[str], None]) -> None:
         self._sampler: Optional[HostSampler] = None
         self._mstx: Optional[AppendOnlyWriter] = None
-        self._mstx_timer: Optional[threading.Timer] = None
+        self._mstx_thread: Optional[threading.Thread] = None
+        self._stopping = threading.Event()
         host_sys = _items(options.host_sys)
         for item in sorted(host_sys & set(_NOT_SAMPLED)):
             add_note(_NOT_SAMPLED[item])
@@ -81,22 +82,18 @@ class HostCollection:
                     _mstx_owner.flush()
                 _mstx_owner = self
             mstx.enable_recording()
-            self._schedule_mstx_flush()
+            self._mstx_thread = threading.Thread(target=self._flush_markers_every_second, daemon=True,
+                                                 name="npu_tf_profiling mstx writer")
+            self._mstx_thread.start()
 
-    def _schedule_mstx_flush(self) -> None:
-        """A marker costs an append in memory; a timer writes them out about once a second."""
-        self._mstx_timer = threading.Timer(MSTX_FLUSH_S, self._periodic_mstx_flush)
-        self._mstx_timer.daemon = True
-        self._mstx_timer.start()
-
-    def _periodic_mstx_flush(self) -> None:
-        try:
-            self.flush()
-        except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-            warnings.warn(f"npu_tf_profiling: mstx markers not written ({exc!r})", RuntimeWarning, stacklevel=1)
-            return
-        if self._mstx_timer is not None:
-            self._schedule_mstx_flush()
+    def _flush_markers_every_second(self) -> None:
+        """A marker costs an append in memory; this thread writes them out about once a second."""
+        while not self._stopping.wait(MSTX_FLUSH_S):
+            try:
+                self.flush()
+            except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+                warnings.warn(f"npu_tf_profiling: mstx markers not written ({exc!r})", RuntimeWarning, stacklevel=1)
+                return
 
     def flush(self) -> None:
         """Write what is still in memory (before reports are built)."""
@@ -109,9 +106,9 @@ class HostCollection:
 
     def close(self) -> None:
         global _mstx_owner
-        if self._mstx_timer is not None:
-            self._mstx_timer.cancel()
-            self._mstx_timer = None
+        self._stopping.set()
+        if self._mstx_thread is not None:
+            self._mstx_thread.join(timeout=5.0)
         if self._sampler is not None:
             self._sampler.stop()
         self.flush()

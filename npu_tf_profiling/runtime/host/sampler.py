@@ -16,7 +16,6 @@ A failure inside the thread is one warning and the end of sampling; training goe
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 import warnings
@@ -26,6 +25,7 @@ from typing import Any, Callable, Optional
 import psutil
 
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter
+from npu_tf_profiling.raw_format.host_usage import encode_header, encode_sample
 
 FLUSH_EVERY_S = 1.0
 # CANN's host_sys_usage_freq is the rate of CPU and memory; disk and network rates are read at most this often
@@ -87,7 +87,7 @@ class HostSampler:
         header = {"cpus": psutil.cpu_count() or 1, "netcard_kbps": _netcard_kbps() if "network" in host_sys else None,
                   "freq_hz": freq_hz,
                   "mem_total_kb": psutil.virtual_memory().total // 1024}
-        self._pending.append(json.dumps({"header": header}).encode() + b"\n")
+        self._pending.append(encode_header(header))
         if memory_peaks:
             _reset_hwm()
         self._thread = threading.Thread(target=self._run, name="npu_tf_profiling host sampler", daemon=True)
@@ -95,7 +95,7 @@ class HostSampler:
 
     def sample(self) -> dict[str, Any]:
         """One sample: the counters asked for, now."""
-        row: dict[str, Any] = {"t_us": round(time.time() * 1e6, 1)}
+        row: dict[str, Any] = {"t_us": time.time() * 1e6}
         slow = self._tick % self._slow_every == 0
         self._tick += 1
         if "cpu" in self._host_sys:
@@ -128,7 +128,8 @@ class HostSampler:
         next_flush = due + FLUSH_EVERY_S
         try:
             while not self._stop.is_set():
-                line = json.dumps(self.sample(), separators=(",", ":")).encode() + b"\n"
+                row = self.sample()
+                line = encode_sample(row.pop("t_us"), row)
                 with self._lock:
                     self._pending.append(line)
                 due += self._period
