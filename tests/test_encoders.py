@@ -30,6 +30,7 @@ def _dump(path) -> list[tuple]:
 def test_both_routes_store_the_same_rows_and_types(tmp_path, route, monkeypatch):
     monkeypatch.setattr(sqlite_tables, "BATCH_ROWS", 3)  # several batches per part
     monkeypatch.setattr(encoders, "ROUTE", route)
+    monkeypatch.setattr(encoders, "ARROW_MIN_ROWS", 0)  # the small cases through Arrow too
     n = 7
     steps = np.arange(-2, n - 2, dtype=np.int64)
     parts = [
@@ -75,6 +76,7 @@ def test_joined_refuses_numbers_that_could_run_together():
 @pytest.mark.parametrize("route", ROUTES)
 def test_both_routes_write_the_same_csv(tmp_path, route, monkeypatch):
     monkeypatch.setattr(encoders, "ROUTE", route)
+    monkeypatch.setattr(encoders, "ARROW_MIN_ROWS", 0)  # the small cases through Arrow too
     values = np.array([0, -7, 2**62, 15, 3], dtype=np.int64)
     known = np.array([True, True, True, False, True])
     write_int_csv(tmp_path / "t.csv", ["A", "B(us)"], [(values, known), (values * 0 + 1, None)], missing="N/A", chunk_rows=2)

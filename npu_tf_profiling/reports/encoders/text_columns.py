@@ -28,7 +28,7 @@ def column_texts(values: np.ndarray, known: Optional[np.ndarray], missing: str) 
 
 def csv_lines(columns: Sequence[IntColumn], lo: int, hi: int, missing: str) -> bytes:
     """Rows ``lo:hi`` of ``columns`` as UTF-8 CSV lines, each ending in a newline."""
-    if encoders.ROUTE == "arrow":
+    if encoders.use_arrow(hi - lo):
         return _arrow_lines(columns, lo, hi, missing)
     texts = [column_texts(v[lo:hi], None if k is None else k[lo:hi], missing) for v, k in columns]
     return ("\n".join(map(",".join, zip(*texts))) + "\n").encode()

@@ -79,9 +79,9 @@ class _Col:
 
         A list of str, or an Arrow string array on the Arrow route (``encoders.text_columns``).
         """
-        key = (lo, hi, missing, encoders.ROUTE)
+        key = (lo, hi, missing, encoders.use_arrow(hi - lo))
         if getattr(self, "_cached_key", None) != key:
-            texts = arrow_texts if encoders.ROUTE == "arrow" else column_texts
+            texts = arrow_texts if key[3] else column_texts
             self._cached_key, self._cached = key, texts(self.values[lo:hi], self.known[lo:hi], missing)
         return self._cached
 
@@ -117,7 +117,7 @@ class _SpanType:
 
 def _render(pieces: list[Piece], lo: int, hi: int) -> Any:
     """Rows lo..hi-1 of the pieces joined: a list of str, or an Arrow string array on the Arrow route."""
-    if encoders.ROUTE == "arrow":
+    if encoders.use_arrow(hi - lo):
         return join_texts([p if isinstance(p, str) else p[0].texts(lo, hi, p[1]) for p in pieces])
     template = "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str) else "{}" for p in pieces)
     return list(map(template.format, *(p[0].texts(lo, hi, p[1]) for p in pieces if not isinstance(p, str))))
@@ -158,7 +158,7 @@ class _Track:
         for j, span in enumerate(self.types):
             tid: Piece = str(first_tid) if self.lanes is None else (self._tids(j, first_tid), "")
             per_type.append((_render(span.event(self.pid, tid), lo, hi), self.usable[lo:hi, j]))
-        if encoders.ROUTE == "arrow":
+        if encoders.use_arrow(hi - lo):
             return join_usable(per_type)
         for events, usable in per_type:
             for i in np.flatnonzero(~usable).tolist():
