@@ -58,7 +58,8 @@ def run_command(command: str, prof: Path, code: Path = REPO) -> tuple[float, flo
     argv = [sys.executable, "-m", "npu_tf_profiling.cli", command, str(prof)]
     started = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(code))
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    # Run from ``code``: ``python -m`` puts the working directory first on sys.path, ahead of PYTHONPATH.
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=code)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     err = proc.stderr.read()

@@ -30,6 +30,7 @@ def _dump(path) -> list[tuple]:
 def test_both_routes_store_the_same_rows_and_types(tmp_path, route, monkeypatch):
     monkeypatch.setattr(sqlite_tables, "BATCH_ROWS", 3)  # several batches per part
     monkeypatch.setattr(encoders, "ROUTE", route)
+    monkeypatch.setattr(encoders, "ARROW_MIN_ROWS", 0)  # the small cases through Arrow too
     n = 7
     steps = np.arange(-2, n - 2, dtype=np.int64)
     parts = [
@@ -75,7 +76,22 @@ def test_joined_refuses_numbers_that_could_run_together():
 @pytest.mark.parametrize("route", ROUTES)
 def test_both_routes_write_the_same_csv(tmp_path, route, monkeypatch):
     monkeypatch.setattr(encoders, "ROUTE", route)
+    monkeypatch.setattr(encoders, "ARROW_MIN_ROWS", 0)  # the small cases through Arrow too
     values = np.array([0, -7, 2**62, 15, 3], dtype=np.int64)
     known = np.array([True, True, True, False, True])
     write_int_csv(tmp_path / "t.csv", ["A", "B(us)"], [(values, known), (values * 0 + 1, None)], missing="N/A", chunk_rows=2)
     assert (tmp_path / "t.csv").read_bytes() == f"A,B(us)\n0,1\n-7,1\n{2**62},1\nN/A,1\n3,1\n".encode()
+
+
+@pytest.mark.skipif(not encoders.arrow_available(), reason="the fast extra (pyarrow) is not installed")
+def test_arrow_rows_of_text_equal_the_str_rows():
+    import pyarrow as pa
+
+    from npu_tf_profiling.reports.encoders.text_columns import comma_led, join_usable
+
+    rows = ["a", "", "é€", "", "b"]
+    sizes, data = comma_led(pa.array(rows))
+    assert (sizes.tolist(), data) == ([2, 0, 6, 0, 2], ",a,é€,b".encode()) and comma_led(rows)[1] == data
+    assert comma_led(rows)[0].tolist() == sizes.tolist()
+    kinds = [(pa.array(["x1", "x2", "x3"]), np.array([True, False, False])), (pa.array(["y1", "y2", "y3"]), np.array([True, True, False]))]
+    assert join_usable(kinds).to_pylist() == ["x1,y1", "y2", ""]

@@ -42,8 +42,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from npu_tf_profiling.raw_format.atomic import AtomicFile
+from npu_tf_profiling.reports.encoders.text_columns import comma_led
 
-Section = Callable[[int, int], Sequence[str]]
+Section = Callable[[int, int], Sequence[str]]  # or an Arrow string array on the Arrow route (encoders.text_columns)
 
 MIB = 1024 * 1024
 DEFAULT_SLICE_MB = 200  # CANN's smallest slice_file_size(MB); also its default
@@ -83,11 +84,7 @@ class _EncodedSection:
             row_texts = encode(lo, hi)
             if len(row_texts) != hi - lo:
                 raise ValueError(f"a trace section returned {len(row_texts)} rows for {hi - lo}")
-            pieces = ["," + text if text else "" for text in row_texts]
-            sizes = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
-            data = "".join(pieces).encode("utf-8")
-            if len(data) != int(sizes.sum()):  # non-ASCII text: count bytes, not characters
-                sizes = np.fromiter((len(p.encode("utf-8")) for p in pieces), dtype=np.int64, count=len(pieces))
+            sizes, data = comma_led(row_texts)
             self.starts[lo + 1:hi + 1] = position + np.cumsum(sizes)
             self.file.handle.write(data)
             position += len(data)

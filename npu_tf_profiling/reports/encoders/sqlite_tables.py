@@ -11,7 +11,7 @@ the same (SQLite applies the column's affinity to both);
 ``tests/test_golden_reports.py`` holds both routes to the golden dumps.
 
 A table's data is a list of parts, written in order: a ``ColumnPart``
-(numpy columns, ``Same`` values, ``Joined`` texts) or any iterable of rows.
+(numpy columns, ``Same`` values, ``Joined`` texts) or a list of rows.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class ColumnPart:
                                    for lo in range(0, self.length, BATCH_ROWS))
 
 
-Part = Union[ColumnPart, Iterable[Sequence[Any]]]
+Part = Union[ColumnPart, Sequence[Sequence[Any]]]
 Columns = Sequence[tuple[str, str]]  # (name, declared SQLite type)
 
 
@@ -99,7 +99,8 @@ def write_database(path: Path, tables: Mapping[str, Columns], data: Mapping[str,
     fd, tmp = own_files.create_temp(path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
-        (_write_arrow if encoders.ROUTE == "arrow" else _write_rows)(tmp, tables, data)
+        rows = sum(part.length if isinstance(part, ColumnPart) else len(part) for parts in data.values() for part in parts)
+        (_write_arrow if encoders.use_arrow(rows) else _write_rows)(tmp, tables, data)
         own_files.replace(tmp, path)
     except BaseException:
         try:

@@ -8,7 +8,7 @@ routes write the same bytes: decimal integers, ``missing`` for unknown cells.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ def column_texts(values: np.ndarray, known: Optional[np.ndarray], missing: str) 
 
 def csv_lines(columns: Sequence[IntColumn], lo: int, hi: int, missing: str) -> bytes:
     """Rows ``lo:hi`` of ``columns`` as UTF-8 CSV lines, each ending in a newline."""
-    if encoders.ROUTE == "arrow":
+    if encoders.use_arrow(hi - lo):
         return _arrow_lines(columns, lo, hi, missing)
     texts = [column_texts(v[lo:hi], None if k is None else k[lo:hi], missing) for v, k in columns]
     return ("\n".join(map(",".join, zip(*texts))) + "\n").encode()
@@ -45,3 +45,56 @@ def _arrow_lines(columns: Sequence[IntColumn], lo: int, hi: int, missing: str) -
     lines = pc.binary_join_element_wise(pc.binary_join_element_wise(*cells, ","), "", "\n")
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
     return lines.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]]
+
+
+# Rows of text on the Arrow route are Arrow string arrays; these helpers take either form, so the callers
+# (the step-trace timeline, trace_slices) write one code path.
+
+
+def arrow_texts(values: np.ndarray, known: Optional[np.ndarray], missing: str) -> Any:
+    """``column_texts`` as an Arrow string array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.cast(pa.array(values), pa.string())
+    return text if known is None or known.all() else pc.if_else(pa.array(known), text, missing)
+
+
+def join_texts(pieces: Sequence[Any]) -> Any:
+    """Per row, the pieces (fixed str, or Arrow string arrays) joined with nothing between."""
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(*pieces, "")
+
+
+def join_usable(per_type: Sequence[tuple[Any, np.ndarray]]) -> Any:
+    """Per row, the usable texts of several kinds joined by commas ("" where none), as ``",".join(filter(None, ...))``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(per_type) == 1:
+        texts, usable = per_type[0]
+        return pc.if_else(pa.array(usable), texts, "")
+    led = [pc.if_else(pa.array(usable), pc.binary_join_element_wise(",", texts, ""), "") for texts, usable in per_type]
+    return pc.utf8_slice_codeunits(pc.binary_join_element_wise(*led, ""), 1)  # each led by a comma: drop the first
+
+
+def as_texts(rows: Any) -> list[str]:
+    """Rows of text as a list of str, whichever route made them."""
+    return rows if isinstance(rows, list) else rows.to_pylist()
+
+
+def comma_led(rows: Any) -> tuple[np.ndarray, bytes]:
+    """Each non-empty row led by a comma: (each row's size in bytes, all rows' UTF-8 bytes)."""
+    if isinstance(rows, list):
+        pieces = ["," + text if text else "" for text in rows]
+        data = "".join(pieces).encode("utf-8")
+        sizes = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+        if len(data) != int(sizes.sum()):  # non-ASCII text: count bytes, not characters
+            sizes = np.fromiter((len(p.encode("utf-8")) for p in pieces), dtype=np.int64, count=len(pieces))
+        return sizes, data
+    import pyarrow.compute as pc
+
+    led = pc.if_else(pc.equal(rows, ""), "", pc.binary_join_element_wise(",", rows, ""))
+    offsets = np.frombuffer(led.buffers()[1], dtype=np.int32)[led.offset:led.offset + len(led) + 1]
+    return np.diff(offsets).astype(np.int64), led.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]]

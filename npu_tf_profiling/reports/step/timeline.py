@@ -34,13 +34,14 @@ import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from npu_tf_profiling.reports import chrome_trace, trace_slices
 from npu_tf_profiling.reports.encoders.csv_file import int_column
-from npu_tf_profiling.reports.encoders.text_columns import column_texts
+from npu_tf_profiling.reports import encoders
+from npu_tf_profiling.reports.encoders.text_columns import arrow_texts, as_texts, column_texts, join_texts, join_usable
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import RawDataWarning
 
@@ -73,11 +74,15 @@ class _Col:
     def __add__(self, other: "_Col") -> "_Col":
         return _Col(self.values + other.values, self.known & other.known)
 
-    def texts(self, lo: int, hi: int, missing: str = _NA) -> list[str]:
-        """Rows lo..hi-1 as JSON numbers, ``missing`` where unknown (kept for the chunk: several spans show one column)."""
-        key = (lo, hi, missing)
+    def texts(self, lo: int, hi: int, missing: str = _NA) -> Any:
+        """Rows lo..hi-1 as JSON numbers, ``missing`` where unknown (kept for the chunk: several spans show one column).
+
+        A list of str, or an Arrow string array on the Arrow route (``encoders.text_columns``).
+        """
+        key = (lo, hi, missing, encoders.use_arrow(hi - lo))
         if getattr(self, "_cached_key", None) != key:
-            self._cached_key, self._cached = key, column_texts(self.values[lo:hi], self.known[lo:hi], missing)
+            texts = arrow_texts if key[3] else column_texts
+            self._cached_key, self._cached = key, texts(self.values[lo:hi], self.known[lo:hi], missing)
         return self._cached
 
 
@@ -85,8 +90,8 @@ def _col(frame: Any, name: str) -> _Col:
     return _Col(*int_column(frame[name]))
 
 
-# A span type's text: rows (lo, hi) -> (names as JSON strings, args as JSON object bodies).
-ArgsFormat = Callable[[int, int], tuple[list[str], list[str]]]
+# A piece of an event's text: fixed text, or a column with its text where unknown.
+Piece = Union[str, tuple[_Col, str]]
 
 
 @dataclass
@@ -95,7 +100,8 @@ class _SpanType:
 
     ts: _Col
     dur: _Col
-    text: ArgsFormat  # (lo, hi) -> (names as JSON strings, args as JSON object bodies)
+    name: list[Piece]  # the JSON string of the name
+    args: list[Piece]  # the body of the args object
 
     def usable(self) -> np.ndarray:
         return self.ts.known & self.dur.known & (self.dur.values >= 0)
@@ -103,13 +109,18 @@ class _SpanType:
     def negative(self) -> int:
         return int((self.ts.known & self.dur.known & (self.dur.values < 0)).sum())
 
+    def event(self, pid: int, tid: Piece) -> list[Piece]:
+        """One span's pieces, keys in the order of the dict form, so the text is what ``json.dumps`` writes."""
+        return ['{"name":', *self.name, f',"ph":"X","cat":"{_CATEGORY}","ts":', (self.ts, _NA), ',"dur":', (self.dur, _NA),
+                f',"pid":{pid},"tid":', tid, ',"args":{', *self.args, "}}"]
 
-def _event_template(pid: int, tid: str) -> str:
-    """``str.format`` template of one span: name, ts, dur, args body, and the tid when ``tid`` is ``"{}"``.
 
-    Keys in the order of the dict form, so the text is what ``json.dumps`` writes.
-    """
-    return '{{"name":{},"ph":"X","cat":"%s","ts":{},"dur":{},"pid":%d,"tid":%s,"args":{{{}}}}}' % (_CATEGORY, pid, tid)
+def _render(pieces: list[Piece], lo: int, hi: int) -> Any:
+    """Rows lo..hi-1 of the pieces joined: a list of str, or an Arrow string array on the Arrow route."""
+    if encoders.use_arrow(hi - lo):
+        return join_texts([p if isinstance(p, str) else p[0].texts(lo, hi, p[1]) for p in pieces])
+    template = "".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str) else "{}" for p in pieces)
+    return list(map(template.format, *(p[0].texts(lo, hi, p[1]) for p in pieces if not isinstance(p, str))))
 
 
 class _Track:
@@ -141,23 +152,28 @@ class _Track:
     def lane_count(self) -> int:
         return 1 if self.lanes is None else int(self.lanes.max()) + 1
 
-    def encode(self, lo: int, hi: int, first_tid: int) -> list[str]:
-        """Each row's spans of this track, rows lo..hi-1 of the model, as JSON joined by commas."""
-        per_type: list[list[str]] = []
+    def encode(self, lo: int, hi: int, first_tid: int) -> Any:
+        """Each row's spans of this track, rows lo..hi-1 of the model, as JSON joined by commas ("" for none)."""
+        per_type = []
         for j, span in enumerate(self.types):
-            names, args = span.text(lo, hi)
-            ts, dur = span.ts.texts(lo, hi), span.dur.texts(lo, hi)
-            if self.lanes is None:
-                events = list(map(_event_template(self.pid, str(first_tid)).format, names, ts, dur, args))
-            else:
-                tids = map(str, (self.lanes[lo:hi, j] + first_tid).tolist())
-                events = list(map(_event_template(self.pid, "{}").format, names, ts, dur, tids, args))
-            for i in np.flatnonzero(~self.usable[lo:hi, j]).tolist():
+            tid: Piece = str(first_tid) if self.lanes is None else (self._tids(j, first_tid), "")
+            per_type.append((_render(span.event(self.pid, tid), lo, hi), self.usable[lo:hi, j]))
+        if encoders.use_arrow(hi - lo):
+            return join_usable(per_type)
+        for events, usable in per_type:
+            for i in np.flatnonzero(~usable).tolist():
                 events[i] = ""
-            per_type.append(events)
         if len(per_type) == 1:
-            return per_type[0]
-        return [",".join(filter(None, row)) for row in zip(*per_type)]
+            return per_type[0][0]
+        return [",".join(filter(None, row)) for row in zip(*(events for events, _ in per_type))]
+
+    def _tids(self, j: int, first_tid: int) -> _Col:
+        """The tid of each row's span of type ``j`` (its lane's), as a column; made once per track and type."""
+        cache = self.__dict__.setdefault("_tid_cols", {})
+        if (j, first_tid) not in cache:
+            assert self.lanes is not None
+            cache[(j, first_tid)] = _Col(self.lanes[:, j] + first_tid, np.ones(len(self.lanes), dtype=bool))
+        return cache[(j, first_tid)]
 
 
 def _model_tracks(rows: Any, n_reduce: int, pid: int) -> list[_Track]:
@@ -167,37 +183,29 @@ def _model_tracks(rows: Any, n_reduce: int, pid: int) -> list[_Track]:
     it_time, fp_bp, refresh, aug = c[st.ITERATION_TIME], c[st.FP_TO_BP], c[st.ITERATION_REFRESH], c[st.DATA_AUG_BOUND]
     gs, ge, gt = c[st.GETNEXT_START], c[st.GETNEXT_END], c[st.GETNEXT_TIME]
 
-    def named(prefix: str, args: Callable[[int, int], list[str]], suffix: str = "") -> ArgsFormat:
-        def text(lo: int, hi: int) -> tuple[list[str], list[str]]:
-            return list(map(f'"{prefix}{{}}{suffix}"'.format, ids.texts(lo, hi, "None"))), args(lo, hi)
-        return text
+    def named(prefix: str, suffix: str = "") -> list[Piece]:
+        return [f'"{prefix}', (ids, "None"), f'{suffix}"']
 
-    def fixed(name: str, args: Callable[[int, int], list[str]]) -> ArgsFormat:
-        return lambda lo, hi: ([json.dumps(name)] * (hi - lo), args(lo, hi))
+    def fields(*pairs: tuple[str, _Col]) -> list[Piece]:
+        pieces: list[Piece] = []
+        for i, (key, col) in enumerate(pairs):
+            pieces += [("," if i else "") + json.dumps(key) + ":", (col, "null" if col is ids else _NA)]
+        return pieces
 
-    def fields(*pairs: tuple[str, _Col]) -> Callable[[int, int], list[str]]:
-        template = ",".join(f"{json.dumps(key)}:{{}}" for key, _ in pairs).replace("{}", "\0").replace("{", "{{").replace("}", "}}")
-        template = template.replace("\0", "{}")
-
-        def args(lo: int, hi: int) -> list[str]:
-            columns = [col.texts(lo, hi, "null" if col is ids else _NA) for _, col in pairs]
-            return list(map(template.format, *columns))
-        return args
-
-    iteration = _SpanType(end - it_time, it_time, named("Iteration ", fields(
-        ("Iteration ID", ids), ("FP Start", fp), ("BP End", bp), ("Iteration End", end), ("Iteration Time(us)", it_time))))
+    iteration = _SpanType(end - it_time, it_time, named("Iteration "), fields(
+        ("Iteration ID", ids), ("FP Start", fp), ("BP End", bp), ("Iteration End", end), ("Iteration Time(us)", it_time)))
     phases = [
-        _SpanType(fp - aug, aug, named("Data_aug Bound ", fields(("Data_aug Bound(us)", aug)))),
-        _SpanType(fp, fp_bp, named("FP_BP Time ", fields(("FP Start", fp), ("BP End", bp), ("FP_BP Time(us)", fp_bp)))),
-        _SpanType(bp, refresh, named("Iteration Refresh ", fields(("BP End", bp), ("Iteration End", end), ("Iteration Refresh(us)", refresh)))),
+        _SpanType(fp - aug, aug, named("Data_aug Bound "), fields(("Data_aug Bound(us)", aug))),
+        _SpanType(fp, fp_bp, named("FP_BP Time "), fields(("FP Start", fp), ("BP End", bp), ("FP_BP Time(us)", fp_bp))),
+        _SpanType(bp, refresh, named("Iteration Refresh "), fields(("BP End", bp), ("Iteration End", end), ("Iteration Refresh(us)", refresh))),
     ]
     reduces = []
     for k in range(n_reduce):
         start, dur = _col(rows, st.reduce_start_key(k)), _col(rows, st.reduce_duration_key(k))
-        reduces.append(_SpanType(start, dur, named(
-            "Reduce_", fields((f"Reduce Start {k + 1}", start), (f"Reduce End {k + 1}", start + dur)), f"_{k + 1}")))
-    getnext = _SpanType(gs, gt, fixed("GetNext", fields(
-        ("Iteration ID", ids), ("GetNext Start", gs), ("GetNext End", ge), ("GetNext Time(us)", gt))))
+        reduces.append(_SpanType(start, dur, named("Reduce_", f"_{k + 1}"),
+                                 fields((f"Reduce Start {k + 1}", start), (f"Reduce End {k + 1}", start + dur))))
+    getnext = _SpanType(gs, gt, [json.dumps("GetNext")], fields(
+        ("Iteration ID", ids), ("GetNext Start", gs), ("GetNext End", ge), ("GetNext Time(us)", gt)))
     return [_Track(pid, TRACK_ITERATION, [iteration]), _Track(pid, TRACK_PHASES, phases),
             _Track(pid, TRACK_GETNEXT, [getnext]), _Track(pid, TRACK_REDUCE, reduces)]
 
@@ -215,11 +223,13 @@ class StepTraceTimeline:
 def _section(track: _Track, start: int, stop: int, first_tid: int) -> trace_slices.Section:
     """The track's spans as a section over all rows of the table; rows outside start..stop-1 have none."""
 
-    def encode(lo: int, hi: int) -> list[str]:
+    def encode(lo: int, hi: int) -> Any:
         a, b = max(lo, start), min(hi, stop)
         if a >= b:
             return [""] * (hi - lo)
-        return [""] * (a - lo) + track.encode(a - start, b - start, first_tid) + [""] * (hi - b)
+        if a == lo and b == hi:
+            return track.encode(a - start, b - start, first_tid)
+        return [""] * (a - lo) + as_texts(track.encode(a - start, b - start, first_tid)) + [""] * (hi - b)
     return encode
 
 
@@ -288,5 +298,5 @@ def step_trace_events(table: st.StepTraceTable) -> list[chrome_trace.Event]:
     _warn_negative(timeline)
     texts = [trace_slices.encode_event(e) for e in timeline.metadata]
     for section in timeline.sections:
-        texts.extend(filter(None, section(0, timeline.rows)))
+        texts.extend(filter(None, as_texts(section(0, timeline.rows))))
     return json.loads("[" + ",".join(texts) + "]")
