@@ -29,6 +29,7 @@ import pytest
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
+from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.reports.tensorboard_events import REDUCE_TAG, TAGS
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.runtime.live_scalars import DATA_AUG, FP_TO_BP, ITERATION_TIME, LIVE_TAGS
@@ -101,11 +102,8 @@ def _lines(output: Path) -> list[dict]:
 
 
 def _summary(output: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "npu_tf_profiling", "summary", str(output), "--json"],
-                          text=True, capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    (summary,) = json.loads(done.stdout)
-    return summary
+    """What `npu-tf-prof summary --json` prints for the run (its one PROF folder), read in this process."""
+    return json.loads(json.dumps(summarize_prof_dir(only_prof_dir(output)).to_dict()))
 
 
 @pytest.mark.parametrize("mode", ["tf1", "tf2"])
