@@ -7,6 +7,7 @@ them.
 """
 from types import ModuleType
 
+from npu_tf_profiling.runtime import call_sites
 from npu_tf_profiling.runtime.profiling_run import ReportBuilder, set_report_builder
 from npu_tf_profiling.runtime.session.attach_on_creation import install_session_attach
 from npu_tf_profiling.runtime.session.base_session import when_session_module_loads
@@ -16,6 +17,7 @@ def install(report_builder: ReportBuilder) -> None:
     """Make every tf.compat.v1.Session created, and every TensorFlow 2 step traced, from now on honour profiling requests."""
     set_report_builder(report_builder)
     install_session_attach()
+    call_sites.install()
     when_session_module_loads(_install_function_transform)
 
 

@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 from npu_tf_profiling.graph_points.optypes import ITERATOR_INPUT_TYPES
 from npu_tf_profiling.raw_format import other_runs as kinds
+from npu_tf_profiling.raw_format.call_sites import OTHER_RUN
+from npu_tf_profiling.runtime import call_sites
 from npu_tf_profiling.runtime.fetches import fetch_leaves, op_name
 
 # Op types a Session run fetches to write summaries, or to save a checkpoint.
@@ -78,7 +80,9 @@ def function_kind(function: Any) -> tuple[str, str | None]:
 
 
 def timed(collection: Any, kind: str, name: str | None, call: Callable[[], Any]) -> Any:
-    """Run `call`; its span is written to `collection`'s other_runs.jsonl (also when it raises)."""
+    """Run `call`; its span is written to `collection`'s other_runs.jsonl (also when it raises),
+    and its caller's line noted for `advise` (a few per kind: ``call_sites``)."""
+    call_sites.note_caller(OTHER_RUN, {"kind": kind, "name": name})
     start = time.time()
     try:
         return call()

@@ -13,6 +13,7 @@ import numpy as np
 
 from npu_tf_profiling.reports.anomalies import render_anomaly
 from npu_tf_profiling.reports.prof_dir import ProfData
+from npu_tf_profiling.reports.advise.engine import top_finding_line
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.step.between import load_other_runs, row_causes
 from npu_tf_profiling.reports.step import table as st
@@ -38,7 +39,10 @@ def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], headin
     summary = sm.summarize_prof_data(data)
     if summary.skipped_lines:
         page.paragraph(f"{summary.skipped_lines} unreadable raw line(s) skipped (torn or corrupt).", "note")
-    frame = sm.annotated_frame(data.table, data.task_traced)
+    advice = top_finding_line(data)  # `npu-tf-prof advise`'s best finding heads the folder's charts
+    if advice:
+        page.paragraph(advice)
+    frame = sm.annotated(data)
     by_key = {(m.device_id, m.model_id): m for m in summary.models}
     devices = {d.device_id: d for d in data.devices}
     for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
@@ -81,15 +85,15 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any, causes: Optional[li
 
 
 def _reasons(rows: Any, causes: list[str]) -> list[str]:
-    """Per row, why it may run long: the other runs in its gap (a validation pass), its first-iteration
-    set-up, or task_trace; "" when nothing recorded says."""
+    """Per row, why it may run long: a retrace of its step, the other runs in its gap (a validation pass),
+    its first-iteration set-up, or task_trace; "" when nothing recorded says."""
     first = ~rows["_has_previous"].to_numpy()
-    traced, disturbed = rows["_traced"].to_numpy(), rows["_disturbed"].to_numpy()
+    traced, disturbed, retraced = rows["_traced"].to_numpy(), rows["_disturbed"].to_numpy(), rows["_retraced"].to_numpy()
     reasons = []
     for i, cause in enumerate(causes):
         extra = ("the first iteration's set-up" if first[i] else "task-traced" if traced[i]
                  else "right after a task-traced one" if disturbed[i] else "")
-        reasons.append("; ".join(part for part in (cause, extra) if part))
+        reasons.append("; ".join(part for part in (retraced[i], cause, extra) if part))
     return reasons
 
 

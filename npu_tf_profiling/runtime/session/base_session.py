@@ -11,7 +11,8 @@ The patch is on `BaseSession`, so Session, InteractiveSession and the sessions
 MonitoredSession and Estimator create are all covered.
 
 Importing TensorFlow costs seconds; the offline reports, the CLI and the start-up
-hook (.pth) must not pay it. So instead of patching eagerly we wait on the import
+hook (.pth) must not pay it. (`when_module_loads` waits so for any module: the
+call sites `advise` reads are hooked when TensorFlow and Keras load.) So instead of patching eagerly we wait on the import
 system: when `tensorflow.python.client.session` is executed (by `import
 tensorflow`, whenever the user does it), we patch `BaseSession` right after. If it
 is already loaded, we patch at once.
@@ -77,49 +78,64 @@ def _call_through(wrappers: list[SessionInitWrapper], tensorflow_init: SessionIn
     outer(functools.partial(_call_through, inner, tensorflow_init), session, target, graph, config)
 
 
-# ----------------------------------------------------------------------------- waiting for TensorFlow's session module
+# ----------------------------------------------------------------------------- waiting for a module to load
 class _PatchAfterExec(importlib.abc.Loader):
-    """Delegates to TensorFlow's own loader, then runs the callbacks on the module."""
+    """Delegates to the module's own loader, then runs the callbacks on the module (once: the finder forgets them)."""
 
-    def __init__(self, inner: importlib.abc.Loader, on_loaded: list[Callable[[ModuleType], None]]) -> None:
+    def __init__(self, inner: importlib.abc.Loader, finder: "_ModuleFinder", fullname: str) -> None:
         self._inner = inner
-        self._on_loaded = on_loaded
+        self._finder = finder
+        self._fullname = fullname
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
         return self._inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self._inner.exec_module(module)  # type: ignore[attr-defined]
-        for callback in self._on_loaded:
+        for callback in self._finder.loaded(self._fullname):
             callback(module)
 
 
-class _SessionModuleFinder(importlib.abc.MetaPathFinder):
-    """One-shot: hooks the session module's loader, with every callback registered until it loads."""
+class _ModuleFinder(importlib.abc.MetaPathFinder):
+    """Hooks the loader of each awaited module, with every callback registered until it loads; leaves the
+    import path when nothing is awaited any more. A module is forgotten only once executed, not when found:
+    a probe (`importlib.util.find_spec("keras")`, as TensorFlow makes) loads nothing."""
 
     def __init__(self) -> None:
-        self.on_loaded: list[Callable[[ModuleType], None]] = []
+        self.awaited: dict[str, list[Callable[[ModuleType], None]]] = {}
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]], target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
-        if fullname != SESSION_MODULE:
+        if fullname not in self.awaited:
             return None
-        sys.meta_path.remove(self)  # never again on the import path
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
             return spec
-        spec.loader = _PatchAfterExec(spec.loader, self.on_loaded)
+        spec.loader = _PatchAfterExec(spec.loader, self, fullname)
         return spec
+
+    def loaded(self, fullname: str) -> list[Callable[[ModuleType], None]]:
+        """The callbacks awaiting `fullname`, forgotten now that it loaded."""
+        callbacks = self.awaited.pop(fullname, [])
+        if not self.awaited and self in sys.meta_path:
+            sys.meta_path.remove(self)  # never again on the import path
+        return callbacks
+
+
+def when_module_loads(fullname: str, on_loaded: Callable[[ModuleType], None]) -> None:
+    """Call `on_loaded(module)` now if the module `fullname` is loaded, else right after it loads (never imports it)."""
+    module = sys.modules.get(fullname)
+    if module is not None:
+        on_loaded(module)
+        return
+    finder = next((f for f in sys.meta_path if isinstance(f, _ModuleFinder)), None)
+    if finder is None:
+        finder = _ModuleFinder()
+        sys.meta_path.insert(0, finder)
+    callbacks = finder.awaited.setdefault(fullname, [])
+    if on_loaded not in callbacks:
+        callbacks.append(on_loaded)
 
 
 def when_session_module_loads(on_loaded: Callable[[ModuleType], None]) -> None:
     """Call `on_loaded(session_module)` now if TensorFlow is loaded, else right after it loads."""
-    module = sys.modules.get(SESSION_MODULE)
-    if module is not None:
-        on_loaded(module)
-        return
-    finder = next((f for f in sys.meta_path if isinstance(f, _SessionModuleFinder)), None)
-    if finder is None:
-        finder = _SessionModuleFinder()
-        sys.meta_path.insert(0, finder)
-    if on_loaded not in finder.on_loaded:
-        finder.on_loaded.append(on_loaded)
+    when_module_loads(SESSION_MODULE, on_loaded)

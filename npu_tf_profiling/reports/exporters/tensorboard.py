@@ -25,6 +25,7 @@ logdir, as for the user's summaries.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,9 @@ import numpy as np
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.errors import BadInputError, MissingDependencyError, NothingFoundError
+from npu_tf_profiling.reports.exporters import Exporter, ExportJob
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
+from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.step import table as st
 
 INSTALL_HINT = "pip install 'npu_tf_profiling[tensorboard]' (or: pip install tensorboard)"
@@ -124,3 +127,29 @@ def write_tensorboard(prof_dirs: list[Path], logdir: Path | str) -> list[RunWrit
                                     "would mix in one TensorBoard run; give a folder holding one job")
             owner[device_id] = data.prof_dir
     return [run for data in loaded for run in write_runs(data, logdir)]
+
+
+def _write(job: ExportJob, out: ReportPaths) -> None:
+    """The ``"tensorboard": DIR`` option: the step phases as TensorBoard scalars in that logdir.
+
+    The logdir is the one info.json's options hold (absolute since validation;
+    a PROF folder is one process, so its devices share it). Like the msprof
+    layout, a failure is a warning: the other reports are written already.
+    """
+    data = job.data
+    logdirs = [] if data is None else [
+        d.info["options"].get("tensorboard") for d in data.devices
+        if isinstance(d.info.get("options"), dict) and isinstance(d.info["options"].get("tensorboard"), str)]
+    if data is None or not logdirs:
+        return
+    try:
+        runs = write_runs(data, Path(logdirs[0]))
+    except Exception as exc:  # noqa: BLE001 - the scalars never cost the user their reports
+        warnings.warn(f"{data.prof_dir}: TensorBoard scalars not written to {logdirs[0]}: {exc}", RuntimeWarning, stacklevel=3)
+        return
+    out.extend(run.path for run in runs)
+    out.notes.append(f"TensorBoard: {len(runs)} run(s) of step phases in {logdirs[0]} ({', '.join(r.run for r in runs)}); "
+                     f"open with: tensorboard --logdir {logdirs[0]}")
+
+
+EXPORTER = Exporter("tensorboard", None, _write)

@@ -1,0 +1,104 @@
+"""What one model's rules read: its summary (shares, the gap between steps split by cause), its rows'
+windows, the call sites and the host truth of its device folder.
+
+Every figure comes from the same statistics `summary` prints (steady,
+undisturbed iterations), so advice and summary never disagree on a share.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, CallSites, read_call_sites
+from npu_tf_profiling.raw_format.other_runs import read_other_runs
+from npu_tf_profiling.reports.advise.host_truth import HostTruth, read_host_truth
+from npu_tf_profiling.reports.prof_dir import ProfData
+from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.step.summary import (SHARE_DATA_AUG, SHARE_GETNEXT, ModelSummary, annotated_frame,
+                                                   basis_rows, summarize_prof_data)
+
+RETRACE = "retrace"  # other_runs.jsonl's kind for a tf.function retrace (written by the TensorFlow 2 runtime)
+
+
+@dataclass
+class ModelEvidence:
+    summary: ModelSummary
+    rows: pd.DataFrame  # the basis rows (steady, undisturbed)
+    info: dict[str, Any]
+    sites: CallSites
+    truth: HostTruth
+    retraces: tuple[int, float]  # (count, total µs) of other_runs' "retrace" records
+
+    @property
+    def total_us(self) -> float:
+        return float(self.rows[st.ITERATION_TIME].astype("float64").sum())
+
+    @property
+    def is_function(self) -> bool:
+        return "function" in (self.info.get("models") or {}).get(str(self.summary.model_id), {})
+
+    @property
+    def device_kind(self) -> str:
+        return str(self.info.get("device_kind") or "CPU")
+
+    def share(self, name: str) -> float:
+        return self.summary.shares.get(name) or 0.0
+
+    def input_share(self) -> float:
+        """GetNext Time's share, else the runs fetching the input (a fed batch); 0 when not measured."""
+        if self.summary.shares.get(SHARE_GETNEXT) is not None:
+            return self.share(SHARE_GETNEXT)
+        split = self.summary.between or {}
+        return split.get("input_share") or 0.0
+
+    def host_share(self) -> float:
+        """The gap between steps that is neither input nor a recorded run: the script's Python (and GC)."""
+        split = self.summary.between
+        if split is not None:
+            return split["host_share"]
+        return max(0.0, self.share(SHARE_DATA_AUG) - self.input_share())
+
+    def windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each basis row's between-steps window [previous end, FP Start] in µs (rows without one left out)."""
+        fp = self.rows[st.FP_START].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+        dab = self.rows[st.DATA_AUG_BOUND].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+        known = np.isfinite(fp) & np.isfinite(dab)
+        return fp[known] - dab[known], fp[known]
+
+    def span(self) -> tuple[float, float]:
+        """From the first basis iteration's start to the last one's end (µs)."""
+        end = self.rows[st.ITERATION_END].astype("float64")
+        time = self.rows[st.ITERATION_TIME].astype("float64")
+        return float((end - time).min()), float(end.max())
+
+
+def _retraces(device_dir: Path) -> tuple[int, float]:
+    runs = read_other_runs(device_dir / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
+    mine = np.asarray(runs.kinds, dtype=object) == RETRACE
+    return int(mine.sum()), float((runs.ends[mine] - runs.starts[mine]).sum()) if mine.any() else 0.0
+
+
+def model_evidence(data: ProfData) -> list[ModelEvidence]:
+    """One ModelEvidence per (device, model) with steady statistics, in the summary's order."""
+    summary = summarize_prof_data(data)
+    frame = annotated_frame(data.table, data.task_traced) if summary.models else None
+    devices = {d.device_id: d for d in data.devices}
+    cache: dict[int, tuple[CallSites, HostTruth, tuple[int, float]]] = {}
+    out = []
+    for m in summary.models:
+        device = devices.get(m.device_id)
+        if device is None or frame is None or m.basis_iterations == 0:
+            continue
+        if m.device_id not in cache:
+            folder = Path(device.device_dir)
+            cache[m.device_id] = (read_call_sites(folder / layout.DATA_DIR / CALL_SITES_FILE), read_host_truth(folder),
+                                  _retraces(folder))
+        sites, truth, retraces = cache[m.device_id]
+        rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
+        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info or {}, sites, truth, retraces))
+    return out

@@ -1,0 +1,106 @@
+"""tf.data rules: a map without num_parallel_calls, no prefetch, py_function in the pipeline, file reads
+without interleave or cache. Each needs a measured input wait (GetNext) of at least MIN_INPUT_SHARE.
+
+Gain (docs/advise.md): with g the input share and C = 1 - g the rest of the
+iteration, the pipeline makes a batch in I = g (no prefetch: it runs inside
+GetNext) or I = g + C (with prefetch it overlaps the step, and the wait is
+what is left over). A parallel map on P cores makes it I/P; a prefetch then
+hides up to C of it: the wait left is max(0, I' - C), the gain g minus that.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from npu_tf_profiling.raw_format import call_sites as cs
+from npu_tf_profiling.reports.advise.evidence import ModelEvidence
+from npu_tf_profiling.reports.advise.findings import LOW, MEDIUM, Finding, pct, unknown_where
+from npu_tf_profiling.reports.advise.patches import Edit, suggested_diff
+
+MIN_INPUT_SHARE = 0.05
+NO_SITES = "no call_sites.json (recorded by this package's runtime since advise; an earlier run, or the pipeline was built before the package loaded)"
+
+
+def _last_pipeline_step(ev: ModelEvidence, file: str) -> Optional[cs.CallSite]:
+    steps = [s for s in ev.sites.sites if s.api in cs.DATASET_APIS and s.file == file]
+    return max(steps, key=lambda s: s.line) if steps else None
+
+
+def parallelism(ev: ModelEvidence) -> list[Finding]:
+    g = ev.input_share()
+    if g < MIN_INPUT_SHARE:
+        return []
+    serial = [s for s in ev.sites.of(cs.MAP) if s.args.get("num_parallel_calls") in (None, 1)]
+    has_prefetch = bool(ev.sites.of(cs.PREFETCH))
+    if ev.sites.recorded and not serial and has_prefetch:
+        return []
+    cores = ev.sites.free_cores() or 1
+    c = max(0.0, 1.0 - g)
+    produce = g + c if has_prefetch else g
+    after = produce / cores if serial else produce
+    gain = max(0.0, g - max(0.0, after - c))
+    evidence = {"input_share_pct": pct(g), "cpu_count": ev.sites.cpu_count, "load_average": ev.sites.load_average,
+                "free_cores": cores, "serial_maps": len(serial),
+                "prefetch_present": has_prefetch}
+    formula = (f"g - max(0, I/P - C) with g = {g:.3f}, C = {c:.3f}, I = {'g + C' if has_prefetch else 'g'}, "
+               f"P = {cores if serial else 1} ({'parallel map' if serial else 'map already parallel'})")
+    if not ev.sites.recorded:
+        return [Finding("tf.data parallelism", "Dataset.map(num_parallel_calls) + Dataset.prefetch", evidence,
+                        "Dataset.map(..., num_parallel_calls=tf.data.AUTOTUNE) then .prefetch(tf.data.AUTOTUNE)",
+                        unknown_where(NO_SITES), pct(gain), formula, LOW)]
+    out = []
+    if serial:
+        site = serial[0]
+        edits = [Edit(s.line, "map", "num_parallel_calls", "tf.data.AUTOTUNE") for s in serial if s.file == site.file]
+        last = _last_pipeline_step(ev, site.file)
+        if not has_prefetch and last is not None:
+            edits.append(Edit(last.line, last.api.split(".", 1)[1], appended=".prefetch(tf.data.AUTOTUNE)"))
+        diff = suggested_diff(site.file, edits)
+        action = "Dataset.map(..., num_parallel_calls=tf.data.AUTOTUNE)" + ("" if has_prefetch else " then .prefetch(tf.data.AUTOTUNE)")
+        knob = "Dataset.map(num_parallel_calls)" + ("" if has_prefetch else " + Dataset.prefetch")
+        out.append(Finding("tf.data parallelism", knob, evidence, action, site.where, pct(gain), formula, MEDIUM, diff=diff))
+    else:
+        maps = ev.sites.of(cs.MAP) or [s for s in ev.sites.sites if s.api in cs.DATASET_APIS]
+        last = _last_pipeline_step(ev, maps[0].file) if maps else None
+        diff = None if last is None else suggested_diff(
+            last.file, [Edit(last.line, last.api.split(".", 1)[1], appended=".prefetch(tf.data.AUTOTUNE)")])
+        where = last.where if last else unknown_where("no Dataset call of the user's was recorded")
+        out.append(Finding("tf.data prefetch", "Dataset.prefetch", evidence,
+                           "end the pipeline with .prefetch(tf.data.AUTOTUNE)", where, pct(gain), formula, MEDIUM, diff=diff))
+    return out
+
+
+def py_function(ev: ModelEvidence) -> list[Finding]:
+    g = ev.input_share()
+    sites = [s for s in ev.sites.of(cs.PY_FUNCTION) if s.args.get("in_pipeline")]
+    if g < MIN_INPUT_SHARE or not sites:
+        return []
+    return [Finding("tf.data py_function", "tf.py_function / numpy_function in Dataset.map",
+                    {"input_share_pct": pct(g), "py_functions": len(sites)},
+                    f"replace {sites[0].args.get('name', 'py_function')} in the map function by TensorFlow ops "
+                    "(it runs under the GIL, one element at a time, whatever num_parallel_calls says)",
+                    sites[0].where, pct(g), "g: the whole input wait, an upper bound (the Python is most of it)", LOW)]
+
+
+def file_reads(ev: ModelEvidence) -> list[Finding]:
+    g = ev.input_share()
+    readers = ev.sites.of(cs.FILE_READER)
+    if g < MIN_INPUT_SHARE or not readers:
+        return []
+    out = []
+    if not ev.sites.of(cs.CACHE):
+        out.append(Finding("tf.data cache", "Dataset.cache", {"input_share_pct": pct(g), "readers": len(readers)},
+                           "a dataset that fits in memory: .cache() after the reads and the deterministic map (before shuffle), "
+                           "so later epochs do not read the files again", readers[0].where, None,
+                           "not predictable: the reads' part of the input wait is not measured apart", LOW))
+    if not ev.sites.of(cs.INTERLEAVE):
+        cores = ev.sites.free_cores() or 1
+        gain = g * (1 - 1 / cores)
+        out.append(Finding("tf.data interleave", "Dataset.interleave(num_parallel_calls)",
+                           {"input_share_pct": pct(g), "readers": len(readers), "free_cores": cores},
+                           "read the files in parallel: Dataset.from_tensor_slices(files).interleave(tf.data.TFRecordDataset, "
+                           "num_parallel_calls=tf.data.AUTOTUNE)", readers[0].where, pct(gain),
+                           f"g * (1 - 1/P), g = {g:.3f}, P = {cores}: reads spread over the cores (an upper bound)", LOW))
+    return out
+
+
+RULES = (parallelism, py_function, file_reads)

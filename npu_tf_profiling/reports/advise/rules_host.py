@@ -1,0 +1,74 @@
+"""Host work between steps: the Python there (its line from with_stack), GC pauses, a saturated host CPU.
+
+h is the gap's share that is neither input nor a recorded run. With stack
+samples, a line's gain is h times its share of the samples taken between
+steps; without them, the finding is to turn with_stack on. GC: the pauses'
+time inside the iterations over their total time.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from npu_tf_profiling.reports.advise.evidence import ModelEvidence
+from npu_tf_profiling.reports.advise.findings import LOW, MEDIUM, Finding, pct, unknown_where
+from npu_tf_profiling.reports.advise.rules_overhead import MIN_HOST_SHARE, _inside
+
+SATURATED_CPU_PCT = 90.0
+
+
+def host_python(ev: ModelEvidence, covered: float) -> list[Finding]:
+    """`covered`: the part of h another finding already claims (per-call overhead), not counted twice."""
+    h = ev.host_share() - covered - _gc_share(ev)
+    if h < MIN_HOST_SHARE:
+        return []
+    truth = ev.truth
+    if truth.stack_times is None:
+        return [Finding("host Python between steps", "options: with_stack", {"host_between_steps_pct": pct(h)},
+                        "profile again with \"with_stack\": \"on\" to find the line (its samples name the file:line)",
+                        unknown_where("no with_stack samples in this folder"), pct(h),
+                        f"h = {h:.3f}: all of the host time between steps (an upper bound)", LOW)]
+    starts, ends = ev.windows()
+    between = _inside(truth.stack_times, starts, ends)
+    if not between.any():
+        return []
+    line, count = Counter(np.asarray(truth.stack_lines, dtype=object)[between]).most_common(1)[0]
+    fraction = count / float(between.sum())
+    return [Finding("host Python between steps", "the line's work", {"host_between_steps_pct": pct(h),
+                    "samples_between": int(between.sum()), "samples_at_line": count},
+                    "move this work out of the training loop, do it every N steps, or into the tf.data pipeline",
+                    line, pct(h * fraction), f"h * samples at the line / samples between steps, h = {h:.3f}", MEDIUM)]
+
+
+def _gc_share(ev: ModelEvidence) -> float:
+    truth = ev.truth
+    start, end = ev.span()
+    if truth.gc_starts is None or end <= start:
+        return 0.0
+    inside = np.clip(np.minimum(truth.gc_ends, end) - np.maximum(truth.gc_starts, start), 0, None)
+    return float(inside.sum()) / (end - start)
+
+
+def gc_pauses(ev: ModelEvidence) -> list[Finding]:
+    share = _gc_share(ev)
+    if share * 100 < 1.0:
+        return []
+    return [Finding("GC pauses", "gc.freeze() / gc.set_threshold", {"gc_pauses": int(len(ev.truth.gc_starts)),
+                    "gc_share_pct": pct(share)},
+                    "call gc.freeze() once the model and pipeline are built, and raise the thresholds: "
+                    "gc.set_threshold(50000, 50, 100)", unknown_where("a GC pause has no line: it is the whole script's"),
+                    pct(share), "Σ GC pause time inside the iterations / their total time", MEDIUM)]
+
+
+def saturated_cpu(ev: ModelEvidence) -> list[Finding]:
+    usage = ev.truth.cpu_usage_pct
+    load = ev.host_share() + ev.input_share()
+    if usage is None or usage < SATURATED_CPU_PCT or load < MIN_HOST_SHARE:
+        return []
+    return [Finding("saturated host CPU", "host threads", {"host_cpu_usage_pct": round(usage, 1),
+                    "input_and_host_pct": pct(load)},
+                    "the host CPU is saturated: fewer intra/inter-op threads for the pipeline "
+                    "(tf.data.Options().threading.private_threadpool_size), preprocess offline, or more cores",
+                    unknown_where("a saturated CPU is the whole host's"), None,
+                    "not predictable: a saturated host slows every phase at once", LOW)]

@@ -1,0 +1,206 @@
+"""`npu-tf-prof advise`: each rule on real TensorFlow training (a TF2 Keras pipeline, a TF1 Session loop, one
+training each, run side by side), the host-truth rules on real step-trace rows with planted host files, the
+gain formulas exactly on synthetic rows, the slow rank, and bad input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from npu_tf_profiling.cli import main
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, OTHER_RUN, CallSite, encode_call_sites
+from npu_tf_profiling.raw_format.other_runs import encode_other_run
+from npu_tf_profiling.reports.advise.engine import advise_prof_dir
+from npu_tf_profiling.reports.advise.findings import JSON_SCHEMA
+from npu_tf_profiling.reports.step.summary import summarize_prof_dir
+from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
+from tests.helpers.trace_files import only_prof_dir
+
+SCRIPTS = Path(__file__).parent / "scripts"
+TF2_SCRIPT, TF1_SCRIPT = SCRIPTS / "advise_tf2_pipeline.py", SCRIPTS / "advise_tf1_eval.py"
+
+
+def _line(script: Path, marker: str) -> str:
+    number = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if text.endswith(f"# advise: {marker}"))
+    return f"{script}:{number}"
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Both scripts profiled at once (one TensorFlow start each, side by side): script name -> its PROF folder."""
+    root = tmp_path_factory.mktemp("advise")
+    jobs = {}
+    for script in (TF2_SCRIPT, TF1_SCRIPT):
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+        environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true",
+                       PROFILING_OPTIONS=json.dumps({"output": str(root / script.stem), "training_trace": "on"}))
+        jobs[script.stem] = subprocess.Popen([sys.executable, str(script)], cwd=root, env=environ,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for name, job in jobs.items():
+        _, err = job.communicate(timeout=400)
+        assert job.returncode == 0, err[-4000:]
+    return {name: only_prof_dir(root / name) for name in jobs}
+
+
+def _by_rule(prof: Path) -> dict[str, dict]:
+    return {f.rule: f.to_dict() for f in advise_prof_dir(prof).findings}
+
+
+def test_a_serial_map_without_prefetch_gets_its_line_a_diff_and_a_gain_from_getnext(profiled, capsys) -> None:
+    prof = profiled[TF2_SCRIPT.stem]
+    found = _by_rule(prof)
+    tfdata = found["tf.data parallelism"]
+    assert tfdata["where"] == _line(TF2_SCRIPT, "map")
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in tfdata["action"] and ".prefetch(tf.data.AUTOTUNE)" in tfdata["action"]
+    diff = tfdata["diff"]
+    assert "+ds = ds.map(slow, num_parallel_calls=tf.data.AUTOTUNE)  # advise: map" in diff
+    assert "+ds = ds.batch(64).prefetch(tf.data.AUTOTUNE)  # advise: last" in diff
+    g = tfdata["evidence"]["input_share_pct"]
+    assert g == pytest.approx(100 * summarize_prof_dir(prof).models[0].input_share, abs=0.05)
+    assert 0 < tfdata["expected_gain_pct"] <= g  # never more than the wait it removes
+    # the numpy_function in the second map: the line, and why parallel calls do not help it
+    assert found["tf.data py_function"]["where"] == _line(TF2_SCRIPT, "py_function")
+    assert "GIL" in found["tf.data py_function"]["action"]
+    assert "ds = ds.map(slow)  # advise: map" in TF2_SCRIPT.read_text()  # the diff is printed, never applied
+    assert main(["advise", str(prof), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    gains = [f["expected_gain_pct"] for f in out[0]["findings"] if f["expected_gain_pct"] is not None]
+    assert gains == sorted(gains, reverse=True)
+    required = JSON_SCHEMA["items"]["properties"]["findings"]["items"]["required"]
+    assert all(set(required) <= set(f) for f in out[0]["findings"])
+
+
+def test_host_time_between_keras_calls_points_to_steps_per_execution_at_compile(profiled) -> None:
+    found = _by_rule(profiled[TF2_SCRIPT.stem])
+    summary = summarize_prof_dir(profiled[TF2_SCRIPT.stem])
+    h = summary.models[0].between["host_share"]
+    if h < 0.05:
+        pytest.skip(f"this run's host time between calls was {100 * h:.1f}% (< 5%): the rule rightly stays silent")
+    overhead = found["per-call overhead"]
+    assert overhead["where"] == _line(TF2_SCRIPT, "compile")
+    assert overhead["expected_gain_pct"] == pytest.approx(100 * h * (1 - 1 / 32), abs=0.1)
+    assert "+model.compile(\"sgd\", \"mse\", steps_per_execution=32)  # advise: compile" in overhead["diff"]
+
+
+def test_an_evaluation_run_after_every_step_is_named_with_its_line(profiled, capsys) -> None:
+    prof = profiled[TF1_SCRIPT.stem]
+    evaluation = _by_rule(prof)["evaluation between steps"]
+    assert evaluation["where"] == _line(TF1_SCRIPT, "evaluation")
+    assert evaluation["evidence"]["runs_per_step"] == 1.0
+    split = summarize_prof_dir(prof).models[0].between
+    share = split["other_runs"]["evaluation"]["time_us"] / sum(  # the gain is the runs' share, as measured
+        m.mean_iteration_time_us * m.basis_iterations for m in summarize_prof_dir(prof).models)
+    assert evaluation["expected_gain_pct"] == pytest.approx(100 * share, abs=0.1)
+    assert main(["summary", str(prof)]) == 0
+    assert "Top advice: [evaluation between steps]" in capsys.readouterr().out
+
+
+def test_host_truth_names_the_line_the_gc_share_and_a_saturated_cpu(tmp_path: Path) -> None:
+    """Planted with_stack / GC / host_sys files on synthetic rows: 100 µs between steps, 40 of it GetNext."""
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=20, get_next=10.0))
+    found = _by_rule(prof)
+    assert found["host Python between steps"]["where"].startswith("unknown: no with_stack samples")
+    data = layout.device_dir(prof, 0) / layout.DATA_DIR
+    samples = []
+    for k in range(1, 20):  # 3 samples in each gap: 2 at the loop's line, 1 elsewhere; one inside the step
+        gap = T0_US + 1000.0 * k
+        samples += [{"t_us": gap + 20, "frames": [["/u/train.py", 9, "<module>"], ["/u/train.py", 42, "log"]]},
+                    {"t_us": gap + 30, "frames": [{"file": "/u/train.py", "line": 42, "function": "log"}]},
+                    {"t_us": gap + 60, "frames": ["/u/train.py:17(<module>)"]},
+                    {"t_us": gap + 400, "frames": ["/u/train.py:99(<module>)"]}]
+    (data / "host_stacks.jsonl").write_text("\n".join(json.dumps(s) for s in samples) + "\n{torn")
+    pauses = [{"start_us": T0_US + 1000.0 * k + 500, "duration_us": 50.0, "generation": 2} for k in range(2, 20, 2)]
+    (data / "gc_pauses.jsonl").write_text("\n".join(json.dumps(p) for p in pauses))
+    (data / "host_cpu_usage.csv").write_text("Timestamp(us),Usage(%)\n1,96.0\n2,98.0\n")
+    found = _by_rule(prof)
+    span = 19 * 1000.0  # the 19 steady iterations: from iteration 1's end to iteration 20's
+    gc = 9 * 50.0 / span
+    assert found["GC pauses"]["expected_gain_pct"] == pytest.approx(100 * gc, abs=0.05)
+    host = found["host Python between steps"]
+    assert host["where"] == "/u/train.py:42"
+    h = (90.0 - 0.0) / 1000.0 - gc  # the gap less GetNext (no other runs recorded), less GC
+    assert host["expected_gain_pct"] == pytest.approx(100 * h * 2 / 3, abs=0.05)
+    assert found["saturated host CPU"]["evidence"]["host_cpu_usage_pct"] == 97.0
+
+
+def test_extra_runs_reduce_and_a_slow_rank_from_synthetic_rows(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "job"
+    for rank, fp_bp in ((0, 700.0), (1, 1400.0)):
+        prof = write_step_prof_dir(tmp_path / str(rank), StepPlan(iterations=10, fp_bp=fp_bp), device_id=rank)
+        device = layout.device_dir(prof, rank)
+        device.joinpath(layout.INFO_FILE).write_text(json.dumps({"device_id": rank, "rank_id": rank,
+                                                                 layout.K_OTHER_RUNS_RECORDED: True}))
+        period = 100.0 + fp_bp + 200.0
+        runs = [(T0_US + period * k + 20, T0_US + period * k + 80, "summaries") for k in range(1, 10)]
+        (device / layout.DATA_DIR / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(*r, None) for r in runs))
+        site = CallSite(OTHER_RUN, "/u/train.py", 31, "<module>", {"kind": "summaries", "name": None})
+        (device / layout.DATA_DIR / CALL_SITES_FILE).write_text(json.dumps(encode_call_sites([site], 8)))
+        out.mkdir(exist_ok=True)
+        prof.rename(out / f"{prof.name}_{rank}")
+    fast = _by_rule(out / "PROF_4242_20240102030405_SYNTHSTP_0")
+    summaries = fast["summaries between steps"]
+    assert summaries["where"] == "/u/train.py:31"
+    assert summaries["expected_gain_pct"] == pytest.approx(100 * 9 * 60.0 / (9 * 1000.0) * (1 - 1 / 100), abs=0.05)
+    # Reduce ends 600 + 300 µs after FP Start, BP End 700 after: 200 µs exposed per 1000 µs iteration
+    assert fast["all-reduce not overlapped"]["evidence"]["exposed_reduce_pct"] == 20.0
+    assert fast["all-reduce not overlapped"]["expected_gain_pct"] == 15.0
+    assert main(["advise", str(out), "--json"]) == 0
+    slow = json.loads(capsys.readouterr().out)[-1]["findings"][0]
+    assert slow["rule"] == "slow rank" and slow["evidence"]["rank"] == 1
+    assert slow["expected_gain_pct"] == pytest.approx(100 * (1700.0 - 1350.0) / 1700.0, abs=0.05)  # median of 2 ranks
+
+
+def test_bad_input_exits_2_or_3_without_a_traceback(tmp_path: Path, capsys) -> None:
+    assert main(["advise", str(tmp_path / "missing")]) == 2
+    empty = tmp_path / "PROF_1_20240101000000_EMPTYAAA"
+    layout.device_dir(empty, 0).mkdir(parents=True)
+    assert main(["advise", str(empty)]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "npu-tf-prof advise:" in err
+
+
+def _sites(prof: Path, sites: list[CallSite], cpu_count: int = 4) -> None:
+    data = layout.device_dir(prof, 0) / layout.DATA_DIR
+    (data / CALL_SITES_FILE).write_text(json.dumps(encode_call_sites(sites, cpu_count)))
+
+
+def test_the_other_rules_from_recorded_sites_and_runs_on_synthetic_rows(tmp_path: Path) -> None:
+    """GetNext 300 µs of a 1,000 µs iteration (g = 0.3), host 0.1 between steps; sites as the runtime records them."""
+    script = tmp_path / "train.py"
+    script.write_text("files = ['a.tfrecord']\nds = tf.data.TFRecordDataset(files)\n"
+                      "ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)\nds = ds.batch(32)\n"
+                      "config = NPURunConfig(model_dir='m')\n")
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=20, data_aug=400.0, get_next=300.0, fp_bp=400.0,
+                                                  reduce_offset=0.0, reduce=100.0))
+    file = str(script)
+    _sites(prof, [CallSite("file reader", file, 2, "<module>", {"reader": "TFRecordDataset"}),
+                  CallSite("Dataset.map", file, 3, "<module>", {"num_parallel_calls": "AUTOTUNE"}),
+                  CallSite("Dataset.batch", file, 4, "<module>", {}),
+                  CallSite("NPURunConfig", file, 5, "<module>", {"iterations_per_loop": 1})])
+    retraces = [(T0_US + 1000.0 * k + 500, T0_US + 1000.0 * k + 600, "retrace") for k in (3, 7)]
+    data = layout.device_dir(prof, 0) / layout.DATA_DIR
+    (data / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(*r, "step") for r in retraces))
+    eager = [{"t_us": T0_US + 1000.0 * k + 5, "frames": [[file, 9, "<module>"],
+                                                         ["/x/site-packages/tensorflow/python/eager/execute.py", 53, "q"]]}
+             for k in range(1, 20)]
+    (data / "host_stacks.jsonl").write_text("\n".join(json.dumps(s) for s in eager))
+    found = _by_rule(prof)
+    g, c = 0.3, 0.7
+    prefetch = found["tf.data prefetch"]  # the map is parallel already: the prefetch after the last call, P = 1
+    assert prefetch["where"] == f"{file}:4"
+    assert prefetch["expected_gain_pct"] == pytest.approx(100 * (g - max(0.0, g - c)))
+    assert "+ds = ds.batch(32).prefetch(tf.data.AUTOTUNE)" in prefetch["diff"]
+    assert found["tf.data interleave"]["expected_gain_pct"] == pytest.approx(100 * g * (1 - 1 / 4))
+    assert found["tf.data cache"]["where"] == f"{file}:2" and found["tf.data cache"]["expected_gain_pct"] is None
+    loop = found["per-call overhead"]  # NPURunConfig(iterations_per_loop=1), a Session model (not a function)
+    assert loop["where"] == f"{file}:5" and loop["expected_gain_pct"] == pytest.approx(100 * 0.1 * (1 - 1 / 32), abs=0.05)
+    assert "+config = NPURunConfig(model_dir='m', iterations_per_loop=32)" in loop["diff"]
+    assert found["tf.function retraces"]["evidence"] == {"retraces": 2, "trace_time_us": 200.0}
+    assert found["tf.function retraces"]["expected_gain_pct"] == pytest.approx(100 * 200.0 / 19000.0, abs=0.05)
+    assert found["eager ops between steps"]["where"] == f"{file}:9"
+    assert "all-reduce not overlapped" not in found  # the reduce ends inside FP to BP: overlapped
