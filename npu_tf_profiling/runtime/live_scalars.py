@@ -9,7 +9,7 @@ replace that file whole when they are built, with the step table's exact values
 (the live ones are computed from the same stamps, here without the table), and
 the live rows that follow are appended to theirs.
 
-Tags as the reports write them (`reports.tensorboard_events.TAGS`, checked by
+Tags as the reports write them (`reports.exporters.tensorboard.TAGS`, checked by
 tests/test_anomaly_capture.py). A failure is one warning, and live writing stops.
 """
 from __future__ import annotations
