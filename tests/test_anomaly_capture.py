@@ -31,6 +31,8 @@ from npu_tf_profiling.config.anomaly_capture import AnomalySettings
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
 from npu_tf_profiling.reports.cluster.anomalies import anomaly_notes, cluster_anomalies
 from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
+from npu_tf_profiling.reports.step.summary import summarize_prof_dir
+from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.runtime.live_scalars import DATA_AUG, FP_TO_BP, ITERATION_TIME, LIVE_TAGS
 from npu_tf_profiling.runtime.anomaly_watch import REFERENCE_AFTER, AnomalyWatch
 from tests.helpers.trace_files import only_prof_dir
@@ -101,11 +103,8 @@ def _lines(output: Path) -> list[dict]:
 
 
 def _summary(output: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "npu_tf_profiling", "summary", str(output), "--json"],
-                          text=True, capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    (summary,) = json.loads(done.stdout)
-    return summary
+    """What `npu-tf-prof summary --json` prints for the run (its one PROF folder), read in this process."""
+    return json.loads(json.dumps(summarize_prof_dir(only_prof_dir(output)).to_dict()))
 
 
 @pytest.mark.parametrize("mode", ["tf1", "tf2"])
@@ -212,19 +211,17 @@ def test_cooldown_and_max_captures_bound_the_captures() -> None:
     assert traced == {23, 24, 61, 62, 101, 102}
 
 
-def test_cluster_lists_each_ranks_anomalies_and_which_were_shared(tmp_path: Path) -> None:
-    folders = []
-    for rank, spans in ((0, [(100, 102), (300, 300)]), (1, [(101, 103)]), (2, [])):
-        device = tmp_path / f"PROF_{rank}" / f"device_{rank}"
-        (device / "data").mkdir(parents=True)
-        (device / "info.json").write_text(json.dumps({"rank_id": rank}))
+def test_cluster_lists_each_ranks_anomalies_and_which_were_shared(tmp_path: Path, capsys) -> None:
+    write_cluster(tmp_path, ClusterPlan(ranks=3, steps=10, groups=1))
+    for device in sorted(tmp_path.glob("PROF_*/device_*")):
+        rank = int(device.name.split("_")[-1])
+        spans = {0: [(4, 5), (9, 9)], 1: [(5, 6)]}.get(rank, [])
         (device / "data" / "anomalies.jsonl").write_text("".join(
             json.dumps({"kind": "anomaly", "model_id": 1, "first_slow": a, "last_slow": b}) + "\n" for a, b in spans))
-        folders.append((str(device.parent), str(device)))
-    listing = cluster_anomalies(folders)
-    assert sorted(listing["ranks"]) == ["0", "1"]
-    assert listing["groups"] == [{"first": 100, "last": 103, "ranks": [0, 1], "shared": True},
-                                 {"first": 300, "last": 300, "ranks": [0], "shared": False}]
-    assert anomaly_notes(listing) == [
-        "anomaly_capture: iterations 100..103 slow on 2 ranks (0, 1) at once: a shared cause (see anomalies.json)",
-        "anomaly_capture: iteration 300 slow on rank 0 alone (see anomalies.json)"]
+    assert main(["cluster", str(tmp_path)]) == 0
+    verdict = capsys.readouterr().out
+    assert "anomaly_capture: iterations 4..6 slow on 2 ranks (0, 1) at once: a shared cause (see anomalies.json)" in verdict
+    assert "anomaly_capture: iteration 9 slow on rank 0 alone (see anomalies.json)" in verdict
+    listing = json.loads((tmp_path / "npu_tf_prof_cluster" / "anomalies.json").read_text())
+    assert sorted(listing["ranks"]) == ["0", "1"] and len(listing["ranks"]["0"]) == 2
+    assert [(g["first"], g["last"], g["ranks"], g["shared"]) for g in listing["groups"]] == [(4, 6, [0, 1], True), (9, 9, [0], False)]

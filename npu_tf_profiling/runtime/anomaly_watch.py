@@ -73,6 +73,8 @@ class _Capture:
                         persisted=bool(self.still_slow))
             if self.uncaptured_reason:
                 line["not_captured"] = self.uncaptured_reason
+        elif self.traced_us is not None:
+            line["traced_us"] = round(self.traced_us, 1)  # what later captured iterations are judged against
         return line
 
 
