@@ -160,8 +160,11 @@ def test_bad_input_exits_2_or_3_without_a_traceback(tmp_path: Path, capsys) -> N
     empty = tmp_path / "PROF_1_20240101000000_EMPTYAAA"
     layout.device_dir(empty, 0).mkdir(parents=True)
     assert main(["advise", str(empty)]) == 3
+    assert main(["advise"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "npu-tf-prof advise:" in err
+    assert main(["advise", "--schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == JSON_SCHEMA
 
 
 def _sites(prof: Path, sites: list[CallSite], cpu_count: int = 4) -> None:
