@@ -37,12 +37,14 @@ setup(
     description="Ascend npu_bridge-style profiling (step trace, task trace) for TensorFlow graph-mode training on CPU/GPU",
     python_requires=">=3.9",
     packages=find_packages(include=["npu_tf_profiling", "npu_tf_profiling.*"]),
-    install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20"],
+    install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20", "psutil>=5.7"],  # psutil: host_sys sampling
     # Optional: `npu-tf-prof view` draws with plotly; `npu-tf-prof tensorboard` (and the "tensorboard" option)
     # write event files with TensorBoard's own record writer and protobufs. A TensorFlow install already has tensorboard.
     # `--tf1` serves tf.contrib's slim/layers/framework from tf-slim.
     # `npu-tf-prof cluster` runs its per-rank work as Dask tasks (in-process, or on a cluster with --scheduler).
-    extras_require={"view": ["plotly>=5.0"], "cluster": ["dask>=2024.1.0", "distributed>=2024.1.0"], "tensorboard": ["tensorboard>=2.4"], "tf1": ["tf-slim==1.1.0"]},
+    # `fast`: the msprof databases ingested from Arrow batches by the ADBC SQLite driver (without it: row by row, same content).
+    extras_require={"view": ["plotly>=5.0"], "cluster": ["dask>=2024.1.0", "distributed>=2024.1.0"], "tensorboard": ["tensorboard>=2.4"], "tf1": ["tf-slim==1.1.0"],
+                    "fast": ["pyarrow>=14", "adbc-driver-sqlite>=1.0", "adbc-driver-manager>=1.0"]},
     cmdclass={"build_py": BuildPyWithStartupHook},
     entry_points={"console_scripts": ["npu-tf-prof=npu_tf_profiling.cli:main"]},
 )

@@ -13,6 +13,8 @@ Modes:
   training_trace    this package's step trace (the sess.run / NpuOptimizer path)
   task_unscheduled  task_trace on, its window not reached (what unscheduled iterations pay)
   task_scheduled    task_trace on every iteration (FULL_TRACE + storing the raw step stats)
+  anomaly_armed     training_trace with anomaly_capture "on", nothing slow: the detection, the faster drains
+                    and the one reference capture (issue 49: within the noise of training_trace alone)
   full_trace        RunOptions(trace_level=FULL_TRACE) + RunMetadata on every step
   tf_profiler       tf.profiler.experimental active while the steps run (one session: it is process-wide)
 
@@ -94,7 +96,7 @@ STEPS_PER_VISIT = {"tiny": 20, "mlp": 5, "cnn": 1, **TF2_STEPS_PER_VISIT}
 TF2_MODES = ("none", "training_trace")
 FLOOR = "plain A vs B"
 
-MODES = ("none", "training_trace", "task_unscheduled", "task_scheduled", "full_trace", "tf_profiler")
+MODES = ("none", "training_trace", "task_unscheduled", "task_scheduled", "full_trace", "tf_profiler", "anomaly_armed")
 PLAIN = "none"
 
 # profiling_options per mode of this package (modes not listed here are not ours).
@@ -104,6 +106,7 @@ OUR_OPTIONS = {
     "task_unscheduled": {"task_trace": "on", "start_step": 10**9, "stop_step": 10**9},
     # task_trace on every iteration: FULL_TRACE plus storing the raw step stats.
     "task_scheduled": {"task_trace": "on", "schedule": {"active": 1, "repeat": 0}},
+    "anomaly_armed": {"training_trace": "on", "anomaly_capture": "on"},
 }
 
 

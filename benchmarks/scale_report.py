@@ -15,9 +15,14 @@ slope of a log-log fit of time and memory against the iteration count (1 =
 linear). Targets (issue 39): report at 1M iterations <= 20 s and <= 1 GB,
 growing linearly; no JSON or CSV file over 256 MB.
 
+``--baseline DIR`` runs each command also with the package found in DIR (a
+checkout of older code, e.g. ``git worktree add /tmp/old <commit>``),
+alternating with this checkout in every round, so the two CPU times are
+measured side by side under the same load.
+
 Usage (``benchmarks/scale.py report ...`` dispatches here):
     .venv/bin/python benchmarks/scale_report.py [--iterations 1000 100000 1000000] [--rounds 3]
-        [--commands report summary view] [--workdir DIR]
+        [--commands report summary view] [--workdir DIR] [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -48,11 +53,12 @@ def _clear_reports(root: Path, prof: Path) -> None:
         shutil.rmtree(folder)
 
 
-def run_command(command: str, prof: Path) -> tuple[float, float, float]:
-    """One ``npu-tf-prof COMMAND PROF`` in a fresh process: (wall seconds, peak RSS MiB, CPU seconds)."""
+def run_command(command: str, prof: Path, code: Path = REPO) -> tuple[float, float, float]:
+    """One ``npu-tf-prof COMMAND PROF`` in a fresh process with the package of ``code``: (wall s, peak RSS MiB, CPU s)."""
     argv = [sys.executable, "-m", "npu_tf_profiling.cli", command, str(prof)]
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, PYTHONPATH=str(code))
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     err = proc.stderr.read()
@@ -84,6 +90,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--commands", nargs="+", choices=COMMANDS, default=list(COMMANDS))
     parser.add_argument("--workdir", type=Path, help="where the synthetic runs go (default: a temporary folder)")
+    parser.add_argument("--baseline", type=Path, help="a checkout of older code, run alternately with this one")
     args = parser.parse_args(argv)
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
@@ -98,11 +105,18 @@ def main(argv: list[str]) -> int:
             raw_mb = sum(p.stat().st_size for p in prof.rglob("*") if p.is_file()) / 1e6
             print(f"\n{n} iterations: raw {raw_mb:.1f} MB, made in {time.perf_counter() - clock:.1f} s")
             for command in args.commands:
-                runs = []
+                runs, baseline = [], []
                 for _ in range(args.rounds):
-                    if command == "report":
-                        _clear_reports(root, prof)
-                    runs.append(run_command(command, prof))
+                    for code, into in ((args.baseline, baseline), (REPO, runs)):  # this checkout last: its files are measured
+                        if code is None:
+                            continue
+                        if command == "report":
+                            _clear_reports(root, prof)
+                        into.append(run_command(command, prof, code))
+                if baseline:
+                    shown = ", ".join(f"{c:.2f} cpu s/{m:.0f} MiB" for _, m, c in baseline)
+                    print(f"  {command:8s} baseline {args.baseline}: median {statistics.median(r[2] for r in baseline):7.2f} cpu s "
+                          f"{statistics.median(r[1] for r in baseline):7.0f} MiB  (runs: {shown})")
                 wall = statistics.median(r[0] for r in runs)
                 rss = statistics.median(r[1] for r in runs)
                 cpu = statistics.median(r[2] for r in runs)

@@ -49,6 +49,18 @@ TABLE: dict[str, tuple[list, list]] = {
     # absolute paths only here: a relative one is made absolute (test_view.py checks that)
     "tensorboard": (["/tmp/tb", "/tmp/logs/run 1"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/\x7f"]),
     "timeline_slice_mb": ([1, 200, 2048, "300"], [0, 2049, -1, 1.5, "", "x", True, None]),
+    # The peers' host switches (runtime/host_stacks.py).
+    "with_stack": ([True, False], [1, "true", None, ""]),  # "on"/"off" read as a bool (option_specs.switch)
+    "gc_detect_threshold": ([0, 0.5, 10], [-1, "5", True, None, float("nan"), float("inf")]),
+    # The peers' key (issue 47): a JSON bool; CANN-style "on"/"off" read as one (test_host_switches.py).
+    "profile_memory": ([True, False], ["yes", 1, None, "maybe", ""]),
+    # torch_npu's (other spellings normalised: tests/test_export_type.py)
+    "export_type": (["text", "db", "text,db"], ["", "json", "text,text", ["db", "db"], [], ["csv"], 1, None]),
+    # Ours: config/anomaly_capture.py (a dict comes back with every setting filled in: these give all five).
+    "anomaly_capture": (
+        ["on", "off", {"factor": 4.0, "min_us": 0, "steps": 1, "max_captures": 1000, "cooldown": 0}],
+        ["yes", True, 3, {"fator": 2}, {"steps": 0}, {"steps": 2.5}, {"factor": 1.0}, {"factor": "3"}, {"cooldown": -1}, {"max_captures": True}],
+    ),
 }
 
 
@@ -233,3 +245,9 @@ def test_deprecation_notes_are_shown_by_default() -> None:
         ProfilingConfig(True, '{"aicpu_trace": "on"}')
     assert [type(w.message) for w in caught] == [ProfilingDeprecationWarning]
     assert "use 'aicpu'" in str(caught[0].message)
+
+
+def test_anomaly_capture_refuses_training_trace_off() -> None:
+    with pytest.raises(ProfilingOptionsError, match="'anomaly_capture' needs training_trace"):
+        ProfilingOptions.parse({"training_trace": "off", "anomaly_capture": "on"})
+    assert ProfilingOptions.parse({"training_trace": "off", "anomaly_capture": "off"}).anomaly_capture == "off"

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from npu_tf_profiling.config import CollectionWindow, ProfilingOptions, ProfilingOptionsError, ScheduleAction
 from npu_tf_profiling.config.option_specs import SPEC_BY_KEY
 
-N, W, R, S = ScheduleAction.NONE, ScheduleAction.WARMUP, ScheduleAction.RECORD, ScheduleAction.RECORD_AND_SAVE
+N, R, S = ScheduleAction.NONE, ScheduleAction.RECORD, ScheduleAction.RECORD_AND_SAVE
+W = N  # torch's WARMUP: nothing to warm up here (the probes are in from the start), so not recorded
 
 
 def torch_schedule(wait: int, active: int, warmup: int = 0, repeat: int = 0, skip_first: int = 0):

@@ -5,6 +5,7 @@ not" fact in one place, so adding a key is one line, not edits in four places.
 """
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any, Callable
 
 from npu_tf_profiling.config import output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import validate_anomaly_capture
 from npu_tf_profiling.config.schedule import APPLY_TO_VALUES, validate_schedule, validate_step
 
 ON_OFF = ("on", "off")
@@ -72,6 +74,21 @@ def comma_list(*allowed: str) -> Validator:
     return check
 
 
+EXPORT_TYPES = ("text", "db")
+
+
+def export_type(key: str, value: Any) -> str:
+    """torch_npu's ``export_type``: "text", "db" or both ("text,db", or a JSON list as torch_npu takes it).
+
+    Normalised to a comma list in ``EXPORT_TYPES``' order, so the reports read one spelling.
+    """
+    items = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+    chosen = [item.strip() if isinstance(item, str) else item for item in items or []]
+    if not chosen or any(item not in EXPORT_TYPES for item in chosen) or len(set(chosen)) != len(chosen):
+        raise _fail(key, value, '"text", "db", or both ("text,db" or ["text", "db"])')
+    return ",".join(t for t in EXPORT_TYPES if t in chosen)
+
+
 def _unprintable(value: str) -> str | None:
     """What makes a name unusable: control characters (NUL, ESC, newline...) or lone surrogates (not valid Unicode)."""
     controls = sorted({repr(c) for c in value if unicodedata.category(c) == "Cc"})
@@ -115,10 +132,26 @@ def storage_limit(key: str, value: Any) -> str:
     return value
 
 
+def milliseconds(key: str, value: Any) -> float:
+    """A duration in ms, a JSON number >= 0 (finite: NaN and infinity would make every comparison false)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    raise _fail(key, value, "a number of milliseconds >= 0")
+
+
 def aic_metrics(key: str, value: Any) -> str:
     if isinstance(value, str) and (value in AIC_METRICS or _CUSTOM_METRICS.match(value)):
         return value
     raise _fail(key, value, "one of " + ", ".join(AIC_METRICS) + ", or 'Custom:0x..' event ids")
+
+
+def switch(key: str, value: Any) -> bool:
+    """A switch the peers spell as a bool (torch_npu's ``profile_memory=True``); CANN's "on"/"off" read as one too."""
+    if value is True or value == "on":
+        return True
+    if value is False or value == "off":
+        return False
+    raise _fail(key, value, "true or false (or \"on\" / \"off\")")
 
 
 @dataclass(frozen=True)
@@ -142,7 +175,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("aic_metrics", aic_metrics, False, "AI Core hardware counters"),
     OptionSpec("aiv_metrics", aic_metrics, False, "AI Vector core hardware counters"),
     OptionSpec("l2", choice(*ON_OFF), False, "L2 cache sampling"),
-    OptionSpec("msproftx", choice(*ON_OFF), False, "msproftx user markers"),
+    OptionSpec("msproftx", choice(*ON_OFF), True, "msproftx user markers (npu_tf_profiling.mstx; also spelled mstx)"),
     OptionSpec("runtime_api", choice(*ON_OFF), False, "runtime API trace"),
     OptionSpec("instr_profiling", choice(*ON_OFF), False, "instruction profiling"),
     OptionSpec("ge_api", choice("off", "l0", "l1"), False, "graph-engine API trace"),
@@ -150,11 +183,11 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("sys_io_sampling_freq", int_range(1, 100, " Hz"), False, "NIC/RoCE sampling"),
     OptionSpec("dvpp_freq", int_range(1, 100, " Hz"), False, "DVPP sampling"),
     OptionSpec("sys_interconnection_freq", int_range(1, 50, " Hz"), False, "HCCS/PCIe sampling"),
-    OptionSpec("host_sys_usage_freq", int_range(1, 50, " Hz"), False, "host CPU/memory usage sampling"),
+    OptionSpec("host_sys_usage_freq", int_range(1, 50, " Hz"), True, "host CPU/memory usage sampling rate"),
     OptionSpec("instr_profiling_freq", int_range(300, 30000, " Hz"), False, "instruction sampling"),
     OptionSpec("llc_profiling", choice("read", "write"), False, "LLC sampling"),
-    OptionSpec("host_sys", comma_list("cpu", "mem", "disk", "network", "osrt"), False, "host system data"),
-    OptionSpec("host_sys_usage", comma_list("cpu", "mem"), False, "host system usage"),
+    OptionSpec("host_sys", comma_list("cpu", "mem", "disk", "network", "osrt"), True, "host system data (osrt: not collected)"),
+    OptionSpec("host_sys_usage", comma_list("cpu", "mem"), True, "host system usage"),
     # Ours (not CANN keys): the collection window, see config/schedule.py.
     OptionSpec("schedule", validate_schedule, True, "ours: torch_npu-style window {skip_first, wait, warmup, active, repeat}"),
     OptionSpec("start_step", validate_step, True, "ours: MindSpore-style window start (1-based iteration, inclusive)"),
@@ -163,13 +196,21 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
     OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
                "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
+    # The peers' host-side switches (torch_npu, MindSpore): runtime/host_stacks.py.
+    OptionSpec("with_stack", switch, True, "sample the training thread's Python stacks (100 Hz) and name the lines holding host time"),
+    OptionSpec("gc_detect_threshold", milliseconds, True, "record every Python GC pause of at least this many ms (torch_npu's key)"),
+    # runtime/host/ collects it, with host_sys and msproftx.
+    OptionSpec("profile_memory", switch, True, "peers' key: peak host (and GPU) memory per iteration"),
+    OptionSpec("export_type", export_type, True, "torch_npu's: which reports are written: text (CSV/JSON), db (SQLite), both"),
+    OptionSpec("anomaly_capture", validate_anomaly_capture, True,
+               "ours: task_trace armed when iterations turn slow: \"on\" or {factor, min_us, steps, max_captures, cooldown}"),
 )
 
 SPEC_BY_KEY: dict[str, OptionSpec] = {spec.key: spec for spec in SPECS}
 
 # Spellings that mean the same key. `task_time` is a documented alias; the rest are
 # old keys found in published Ascend training scripts (accepted with a deprecation note).
-ALIASES: dict[str, str] = {"task_time": "task_trace"}
+ALIASES: dict[str, str] = {"task_time": "task_trace", "mstx": "msproftx"}  # mstx: torch_npu's name for the markers
 # "L2": six ModelZoo TensorFlow2 scripts (SGAN, CGAN, ...) spell the l2 switch upper-case.
 LEGACY_KEYS: dict[str, str] = {"result_path": "output", "aicpu_trace": "aicpu", "ai_core_metrics": "aic_metrics", "L2": "l2"}
 

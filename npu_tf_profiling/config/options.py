@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from npu_tf_profiling.config import legacy, output_folder
 from npu_tf_profiling.config.errors import ProfilingOptionsError, shown
+from npu_tf_profiling.config.anomaly_capture import check_needs_training_trace
 from npu_tf_profiling.config.schedule import check_window_keys
 from npu_tf_profiling.config.option_specs import (
     ALIASES,
@@ -72,6 +73,15 @@ class ProfilingOptions:
     tensorboard: str | None = None
     # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
     timeline_slice_mb: int | None = None
+    # The peers' host-side switches: sample the training thread's stacks; record GC pauses >= this many ms.
+    with_stack: bool | None = None
+    gc_detect_threshold: float | None = None
+    # The peers' key (torch_npu, MindSpore): peak memory per iteration (runtime/host/).
+    profile_memory: bool | None = None
+    # torch_npu's: which reports are written, "text", "db" or "text,db" (None: both; reports.export_types).
+    export_type: str | None = None
+    # Ours: task_trace armed when iterations turn slow (config/anomaly_capture.py): "off" or every setting.
+    anomaly_capture: str | dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
     is_default_set: bool = field(default=False, compare=False, repr=False)
 
@@ -151,6 +161,7 @@ class ProfilingOptions:
                 raise ProfilingOptionsError(f"{origin}: {exc}") from None
         try:
             check_window_keys(values)
+            check_needs_training_trace(values)
         except ProfilingOptionsError as exc:
             raise ProfilingOptionsError(f"{origin}: {exc}") from None
         return cls(**values, notes=tuple(notes))
@@ -165,7 +176,7 @@ class ProfilingOptions:
 
     def is_on(self, key: str) -> bool:
         value = getattr(self, key)
-        return value is not None and value not in OFF_VALUES
+        return value is not None and value is not False and value not in OFF_VALUES
 
     def not_collected(self) -> list[str]:
         """Keys set (to something other than off) that nothing collects on CPU/GPU.

@@ -56,10 +56,13 @@ DEFAULT_ACTIVE = 5
 
 
 class ScheduleAction(enum.Enum):
-    """What to do on one iteration (torch.profiler.ProfilerAction's values)."""
+    """What to do on one iteration (torch.profiler.ProfilerAction's values).
+
+    torch's WARMUP (1) starts its profiler ahead of recording; the probes here are in the graph from
+    the first iteration, so there is nothing to warm up, and a warm-up iteration is NONE: not recorded.
+    """
 
     NONE = 0
-    WARMUP = 1
     RECORD = 2
     RECORD_AND_SAVE = 3
 
@@ -239,7 +242,7 @@ class CollectionWindow:
         return self.skip_first + self.repeat * self.cycle
 
     def action(self, iteration_id: int) -> ScheduleAction:
-        """torch_npu's schedule on the 0-based step index ``iteration_id - 1``."""
+        """torch_npu's schedule on the 0-based step index ``iteration_id - 1`` (its WARMUP is NONE here)."""
         if isinstance(iteration_id, bool) or not isinstance(iteration_id, int) or iteration_id < 1:
             raise ValueError(f"iteration ids start at 1, got {iteration_id!r}")
         step = iteration_id - 1
@@ -249,10 +252,8 @@ class CollectionWindow:
         if self.repeat > 0 and step >= self.repeat * self.cycle:
             return ScheduleAction.NONE
         mod = step % self.cycle
-        if mod < self.wait:
-            return ScheduleAction.NONE
         if mod < self.wait + self.warmup:
-            return ScheduleAction.WARMUP
+            return ScheduleAction.NONE
         return ScheduleAction.RECORD if mod < self.cycle - 1 else ScheduleAction.RECORD_AND_SAVE
 
     def records(self, iteration_id: int) -> bool:

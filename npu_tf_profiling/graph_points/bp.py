@@ -77,7 +77,7 @@ def _gradients_behind(index: GraphIndex, tensor: tuple[int, int], gradient_mask:
     Without this, BP End would fall after the optimizer's arithmetic. The walk goes
     through the optimizer's own state updates too: TF1 Adam's sparse update of a ref
     variable writes ``var - lr * m_t / ...``, where ``m_t`` is a ``ScatterAdd`` of the
-    gradient's values into a slot, itself an update (AutoInt's embedding, issue 42).
+    gradient's values into a slot, itself an update (an embedding table trained by Adam).
     """
     op = tensor[0]
     if gradient_mask[op] or comm_mask[op] or not any(gradient_mask):

@@ -18,14 +18,12 @@ from npu_tf_profiling.raw_format.training_frame import MAX_REDUCE_PAIRS
 @dataclass(frozen=True)
 class Collectives:
     """ops: communication ops in the backward region, topological order.
-    outside_backward: those the step runs elsewhere (not listed in all_reduce).
     groups: ``ops`` split into groups, in order.
     after: mask of backward ops computed from an all-reduce's output (None without one).
     reasons: sentences for TracePoints.reasons.
     """
 
     ops: tuple[int, ...] = ()
-    outside_backward: tuple[int, ...] = ()
     groups: tuple[tuple[int, ...], ...] = ()
     after: bytes | None = None
     reasons: tuple[str, ...] = ()
@@ -51,7 +49,7 @@ def find_collectives(index: GraphIndex, in_step: bytes, backward: bytes, is_comp
     if outside:
         reasons.append(f"{len(outside)} communication op(s) outside the backward pass "
                        f"(e.g. {index.names[outside[0]]}) are not listed in all_reduce")
-    return Collectives(ops, outside, groups, after, tuple(reasons))
+    return Collectives(ops, groups, after, tuple(reasons))
 
 
 def _groups(index: GraphIndex, ops: tuple[int, ...], backward: bytes, after: bytes,

@@ -86,6 +86,7 @@ class Discovery:
             global_step=names[self.global_step.op] if self.global_step.op is not None else None,
             is_training=self.is_training,
             reasons=tuple(r for r in reasons if r),
+            iteration_end_also=tuple(names[i] for i in step.also),
         )
 
     def _chosen(self, kind: str, user_name: str, auto_id: int | None, auto_reason: str,

@@ -13,6 +13,13 @@ generator's forward pass inside the critic's tape makes gradients nothing
 reads. So there the sinks are taken within the ops that run, and the
 function's outputs (plumbing Identities, but the ones that wait on every
 stateful op through automatic control dependencies) are candidates too.
+
+A function that returns nothing (TensorFlow's DCGAN tutorial: two tapes, two
+`apply_gradients`, no return) has no op that waits on all it runs: any sink
+runs a few updates only, and a stamp there came a median 100 ms before the
+call returned. So in a function the end also waits on ``also``: the sinks of
+what the call runs that the chosen op does not wait on. The step's regions,
+and so BP End, then cover every update of every tape and optimizer.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from npu_tf_profiling.graph_points import optypes
 from npu_tf_profiling.graph_points.errors import unknown_op_error
 from npu_tf_profiling.graph_points.index import GraphIndex, ids_in, mask_of
 from npu_tf_profiling.graph_points.loading import LoadedGraph
+from npu_tf_profiling.graph_points.points import counted
 from npu_tf_profiling.graph_points.updates import Updates
 
 _MAX_SINK_CANDIDATES = 64
@@ -33,6 +41,8 @@ class IterationEnd:
     in_step: mask of the ops it depends on (itself included); all zero without one.
     updates: the optimizer updates it runs, in GraphDef order.
     notes: warnings for the reasons (a train_op collection that runs no update).
+    also: in a function, the ops every call runs (sinks of what it runs) that ``op`` does not
+        wait on: the end is after them too (see the module docstring).
     """
 
     op: int | None
@@ -40,6 +50,7 @@ class IterationEnd:
     in_step: bytes
     updates: tuple[int, ...]
     notes: tuple[str, ...] = ()
+    also: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,7 +69,25 @@ def find_iteration_end(index: GraphIndex, loaded: LoadedGraph, updates: Updates,
     if op is None:
         return IterationEnd(None, reason, bytes(len(index)), (), tuple(notes))
     in_step = index.reach([op], backward=True)
-    return IterationEnd(op, reason, bytes(in_step), tuple(u for u in updates.ops if in_step[u]), tuple(notes))
+    also = _runs_not_waited_on(index, loaded, in_step)
+    if also:
+        waited = sum(1 for u in updates.ops if in_step[u])
+        in_step = index.reach([op, *also], backward=True)
+        reason += (f"; the end also waits on the {counted(len(also), 'other op')} every call runs "
+                   f"(e.g. {index.names[also[0]]}), and so on {sum(1 for u in updates.ops if in_step[u]) - waited} more "
+                   "optimizer updates: nothing the function returns waits on all it runs")
+    return IterationEnd(op, reason, bytes(in_step), tuple(u for u in updates.ops if in_step[u]), tuple(notes), also)
+
+
+def _runs_not_waited_on(index: GraphIndex, loaded: LoadedGraph, in_step: bytearray) -> tuple[int, ...]:
+    """In a function: the sinks of what every call runs that `in_step` misses (empty elsewhere, or when none)."""
+    runs = [i for i in (index.get_id(n) for n in loaded.runs) if i is not None]
+    if not runs:
+        return ()
+    live = index.reach(runs, backward=True)
+    data_out, ctrl_out = index.data_out, index.ctrl_out
+    return tuple(i for i in ids_in(live) if not in_step[i]
+                 and not any(live[j] for j in data_out[i]) and not any(live[j] for j in ctrl_out[i]))
 
 
 def _choose(index: GraphIndex, loaded: LoadedGraph, updates_all: tuple[int, ...], train_op: str | None,

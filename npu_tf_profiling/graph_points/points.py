@@ -28,6 +28,8 @@ class TracePoints:
         between two of them in that order.
     iteration_end: the op whose run is one training iteration (the train op,
         or the global-step update a v1 optimizer returns). None for inference.
+    iteration_end_also: in a `tf.function` whose outputs do not wait on all it runs (a step that
+        returns nothing), the other ops every call runs: the iteration end is after them too.
     global_step: op name of the global-step variable, when the graph has one.
     is_training: whether the graph has a training step (optimizer updates
         fed by gradients).
@@ -43,6 +45,7 @@ class TracePoints:
     global_step: str | None = None
     is_training: bool = False
     reasons: tuple[str, ...] = field(default=())
+    iteration_end_also: tuple[str, ...] = ()
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -68,6 +71,7 @@ class TracePoints:
             "global_step": self.global_step,
             "is_training": self.is_training,
             "reasons": list(self.reasons),
+            "iteration_end_also": list(self.iteration_end_also),
         }
 
     @classmethod
@@ -84,6 +88,7 @@ class TracePoints:
             global_step=data.get("global_step"),
             is_training=bool(data.get("is_training", False)),
             reasons=tuple(data.get("reasons", ())),
+            iteration_end_also=tuple(data.get("iteration_end_also", ())),
         )
 
 

@@ -51,6 +51,22 @@ What else ran between iterations, beside it in data/ (``other_runs``):
                               info.json's "other_runs_recorded": true says the runtime recorded them (a folder
                               without the key is from an earlier version: the reports do not split the gap), and
                               "other_runs": {kind: {"count": n, "time_us": t}} totals them over the whole run.
+
+Host side (``host_sys`` / ``host_sys_usage`` / ``profile_memory`` and the ``npu_tf_profiling.mstx`` markers), in data/:
+    host_sys.jsonl            one JSON object per sample of the host sampler thread (written in batches of about 1 s):
+                              {"t_us": float,                       # time.time() of the sample, epoch µs
+                               "cpu": [user_s, system_s],           # this process's CPU seconds so far (host_sys cpu)
+                               "sys_cpu": [user, system, iowait, irq, softirq, idle],  # the machine's CPU seconds
+                               "mem": rss_kb,                       # this process's RSS (host_sys mem)
+                               "sys_mem": [total_kb, used_kb],      # the machine's memory (host_sys_usage mem)
+                               "disk": [read_bytes, write_bytes],   # this process's I/O so far (host_sys disk)
+                               "net": [recv_bytes, sent_bytes],     # the machine's network I/O so far (host_sys network)
+                               "hwm_kb": kb,                        # profile_memory: peak RSS since the previous sample
+                               "dev_peak": bytes}                   # profile_memory on a GPU: the allocator's peak since then
+                              each key present only when asked; the first line is {"header": {...}} with
+                              "cpus" (logical CPUs), "netcard_kbps" and "freq_hz".
+    mstx.jsonl                one JSON object per marker: {"kind": "mark" | "range", "message": str, "domain": str,
+                               "tid": int, "start_us": float, "end_us": float}  (a mark has start_us == end_us)
 """
 from __future__ import annotations
 
@@ -78,6 +94,8 @@ K_ITERATION_END = "iteration_end"
 PROBE_SCOPE = "npu_tf_profiling_probes"
 # info.json, per model: the user's fp/bp points that were asked for but not used (runtime writes, summary reads).
 K_TRACE_POINTS_FALLBACK = "trace_points_fallback"
+# A model's info.json entry: the iteration end against its calls' host returns (runtime/end_check.py); "note" when early.
+K_ITERATION_END_CHECK = "iteration_end_check"
 
 TASK_TRACE_FILE = "task_trace.bin"
 TASK_MAGIC = b"NTT1"
@@ -90,9 +108,31 @@ GRAPH_OPS_FILE = "graph_ops_{model_id}.json"
 OTHER_RUNS_FILE = "other_runs.jsonl"
 K_OTHER_RUNS_RECORDED = "other_runs_recorded"  # info.json
 K_OTHER_RUNS = "other_runs"  # info.json: {kind: {"count": n, "time_us": t}} over the whole run
+# The `tensorboard` option's event files, under its logdir (written live by the runtime, whole by the reports).
+TENSORBOARD_RUN = "rank_{rank}_model_{model_id}"
+TENSORBOARD_EVENT_FILE = "events.out.tfevents.{first}.{prof}.npu_tf_profiling"  # first: the first Iteration End, s
+TENSORBOARD_TAG_PREFIX = "step_trace/"
+TENSORBOARD_FILE_VERSION = "brain.Event:2"
+ANOMALIES_FILE = "anomalies.jsonl"  # anomaly_capture: one JSON object a line, each capture (reference or anomaly)
+K_CLOSED = "closed_us"  # info.json: when the job closed the folder (absent while it runs, or if it was killed)
 # Keys of a task_trace record header.
+HOST_STACKS_FILE = "host_stacks.jsonl"  # with_stack: the training thread's Python stacks (``host_samples``)
+GC_PAUSES_FILE = "gc_pauses.jsonl"  # gc_detect_threshold: Python GC pauses (``host_samples``)
+
 K_RUN_START = "run_start_us"
 K_RUN_END = "run_end_us"
+
+
+HOST_SYS_FILE = "host_sys.jsonl"
+MSTX_FILE = "mstx.jsonl"
+
+
+def host_sys_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / HOST_SYS_FILE
+
+
+def mstx_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / MSTX_FILE
 
 
 def device_dir(prof_dir: Path, device_id: int) -> Path:
@@ -131,6 +171,18 @@ def xspace_path(prof_dir: Path, device_id: int) -> Path:
 
 def other_runs_path(prof_dir: Path, device_id: int) -> Path:
     return device_dir(prof_dir, device_id) / DATA_DIR / OTHER_RUNS_FILE
+
+
+def host_stacks_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / HOST_STACKS_FILE
+
+
+def gc_pauses_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / GC_PAUSES_FILE
+
+
+def anomalies_path(prof_dir: Path, device_id: int) -> Path:
+    return device_dir(prof_dir, device_id) / DATA_DIR / ANOMALIES_FILE
 
 
 def graph_ops_path(prof_dir: Path, device_id: int, model_id: int) -> Path:

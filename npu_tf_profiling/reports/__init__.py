@@ -18,13 +18,15 @@ One sub-package per kind of data, one module per job in each:
   dependency, loaded only there);
 * ``commands/``: the ``report``, ``summary``, ``cluster``, ``view`` and
   ``tensorboard`` sub-commands;
+* ``exporters/``: one module per output of ``report`` behind one interface
+  (step trace, task files, msprof-analyze folders, TensorBoard scalars);
+* ``encoders/``: the writers' inner loops on columns (SQLite tables, integer
+  CSVs), through Arrow when the ``fast`` extra is installed;
 * flat: ``prof_dir`` (finding and loading PROF folders), ``writer`` (all the
   reports of one PROF folder), ``job_reports`` (what the training process
   itself builds: bounded, nothing for a long run), ``report_paths``,
-  ``tensorboard_events`` (the step phases as TensorBoard scalars, with
-  tensorboard's protobufs: optional), ``chrome_trace`` (trace-format
-  helpers), ``trace_slices`` (a timeline streamed to disk, sliced as CANN
-  does above the slice size), ``column_csv`` (integer CSVs from columns),
+  ``chrome_trace`` (trace-format helpers), ``trace_slices`` (a timeline
+  streamed to disk, sliced as CANN does above the slice size), ``run_input``,
   ``errors``.
 
 The format of every file is in ``docs/output_format.md``.

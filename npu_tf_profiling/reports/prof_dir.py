@@ -16,14 +16,14 @@ from typing import Optional
 import numpy as np
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.prof_name import STAMP_FORMAT, ProfName
 from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import retraces
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task import traced as task_traced
 from npu_tf_profiling.config.notices import warn_without_source
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
 
-# PROF_<pid>_<YYYYmmddHHMMSS>_<random>
-_PROF_NAME = re.compile(r"^" + re.escape(layout.PROF_DIR_PREFIX) + r"\d+_(\d{14})_")
 _TIMESTAMP = re.compile(r"^\d{14}$")
 
 
@@ -51,6 +51,12 @@ class ProfData:
         if not parts:
             return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    @functools.cached_property
+    def retraced(self) -> np.ndarray:
+        """Per row of ``table``: what retraced its step in that iteration, in words ("" nothing; ``step.retraces``)."""
+        parts = [retraces.retraced_rows(d.trace.frame, d.device_dir, d.info) for d in _with_rows(self.devices)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=object)
 
 
 def _with_rows(devices: list[raw_mod.DeviceRaw]) -> list[raw_mod.DeviceRaw]:
@@ -94,10 +100,8 @@ def report_timestamp(prof_dir: Path | str, now: Optional[float] = None) -> str:
     Reusing the folder's time makes regenerating a report overwrite it instead
     of adding a second file per run.
     """
-    match = _PROF_NAME.match(Path(prof_dir).name)
-    if match:
-        return match.group(1)
-    return time.strftime("%Y%m%d%H%M%S", time.localtime(now))
+    name = ProfName.of(prof_dir)
+    return name.stamp if name is not None else time.strftime(STAMP_FORMAT, time.localtime(now))
 
 
 def check_timestamp(value: str) -> str:
@@ -105,7 +109,7 @@ def check_timestamp(value: str) -> str:
     if not _TIMESTAMP.match(value):
         raise BadInputError(f"timestamp {value!r} is not YYYYmmddHHMMSS")
     try:
-        time.strptime(value, "%Y%m%d%H%M%S")
+        time.strptime(value, STAMP_FORMAT)
     except ValueError as exc:
         raise BadInputError(f"timestamp {value!r} is not a valid date/time: {exc}") from None
     return value

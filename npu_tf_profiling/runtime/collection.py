@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from npu_tf_profiling.config import Resolution
+from npu_tf_profiling.config.anomaly_capture import settings_of
 from npu_tf_profiling.config.schedule import CollectionWindow, ScheduleAction
-from npu_tf_profiling.runtime.profiling_run import ProfilingRun, profiling_run_for
+from npu_tf_profiling.raw_format.training_frame import RecordShape
+from npu_tf_profiling.runtime.anomaly_watch import AnomalyWatch
+from npu_tf_profiling.runtime.live_scalars import LiveScalars
+from npu_tf_profiling.runtime.profiling_run import ProfilingRun, before_exit_reports, profiling_run_for
+from npu_tf_profiling.runtime.ring_reader import drain_often
 
 # Reports written at a cycle's end may take at most this share of the job's time;
 # cycles that end sooner are covered by a later write (and by the one at close).
@@ -30,6 +37,10 @@ class Collection:
     window: CollectionWindow | None
     # A dynamic collection's owner closes it, and writes its reports, when its window ends.
     owner_closes: bool = False
+    # anomaly_capture: task_trace armed by slow iterations (runtime.anomaly_watch); None when the option is off.
+    anomaly: AnomalyWatch | None = None
+    # the `tensorboard` option: scalars appended while the job runs (runtime.live_scalars)
+    live: LiveScalars | None = None
     _next_report: float = field(default=0.0, repr=False)
     _saved_through: int = field(default=0, repr=False)
 
@@ -41,23 +52,65 @@ class Collection:
         window = CollectionWindow.from_options(options)
         if fresh and window is not None:
             window = dataclasses.replace(window, applies_to_training_trace=True)
+        run = profiling_run_for(resolution, fresh=fresh)
+        settings = settings_of(options.anomaly_capture)
+        anomaly = None
+        if settings is not None:
+            anomaly = AnomalyWatch(settings, run.record_anomaly)
+            before_exit_reports(anomaly.close)
+            drain_often()
+        live = None
+        if options.tensorboard is not None:
+            live = LiveScalars(Path(options.tensorboard), run.device_id, run.prof_dir.name)
+            before_exit_reports(live.close)
         return cls(
-            run=profiling_run_for(resolution, fresh=fresh),
-            training_trace=options.is_on("training_trace"),
+            run=run,
+            training_trace=options.is_on("training_trace") or anomaly is not None,  # its detection reads the step trace
             task_trace=options.is_on("task_trace"),
             window=window,
             owner_closes=fresh,
+            anomaly=anomaly,
+            live=live,
         )
 
     @property
     def active(self) -> bool:
         return (self.training_trace or self.task_trace) and self.run.collecting
 
+    @property
+    def may_capture_tasks(self) -> bool:
+        """Whether any iteration may get task_trace: asked for, or armed by anomaly_capture (its models keep their op types)."""
+        return self.task_trace or self.anomaly is not None
+
+    @property
+    def captures_tasks(self) -> bool:
+        """Whether the runs starting now should ask `wants` for task_trace: asked for, or armed right now."""
+        return self.task_trace or (self.anomaly is not None and self.anomaly.armed)
+
     def wants(self, iteration_id: int) -> tuple[bool, bool]:
         """(record the step trace, capture the tasks) for this iteration."""
         in_window = self.window is None or self.window.records(iteration_id)
         probe = self.training_trace and (in_window or not self.window.applies_to_training_trace)
-        return probe, self.task_trace and in_window
+        tasks = self.task_trace and in_window
+        if not tasks and self.anomaly is not None:
+            tasks = self.anomaly.wants(iteration_id)
+        return probe, tasks
+
+    def recorded(self, model_id: int, shape: RecordShape, ids: np.ndarray, times_us: np.ndarray) -> None:
+        """Rows of one model just recorded (on the ring reader thread, mostly): anomaly_capture watches
+        them, and the `tensorboard` option's scalars get them now (`live_scalars`). A failure of the
+        live scalars is one warning, and they stop."""
+        if not len(ids):
+            return
+        if self.anomaly is not None:
+            self.anomaly.observe(model_id, ids, times_us[:, -1])
+        if self.live is not None:
+            try:
+                self.live.append(model_id, shape, ids, times_us)
+            except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+                self.live = None
+                warnings.warn(f"npu_tf_profiling: live TensorBoard scalars stopped ({exc!r}); they are written at exit",
+                              RuntimeWarning, stacklevel=2)
 
     def trace_mask(self, iteration_ids: np.ndarray) -> np.ndarray:
         """Which of these iterations' step-trace rows to keep (all, unless the window bounds training_trace)."""

@@ -336,7 +336,7 @@ def build_probes(
     """
     if points.iteration_end is None:
         raise ValueError("cannot build probes without an iteration end (train op)")
-    on_path = frozenset(index.ancestors([points.iteration_end]))
+    on_path = frozenset(index.ancestors([points.iteration_end, *points.iteration_end_also]))
     finalized = graph.finalized
     if finalized:
         tf_private.unfinalize(graph)  # Estimator/MonitoredSession finalise before the session exists.
@@ -402,10 +402,13 @@ def _build(builder: _Builder, points: TracePoints, on_path: frozenset[str], user
         reduce_ends.append(builder.end_stamp(group[-1], "reduce_end"))
         stamps.append(reduce_ends[-1])
     train_op = get_op(points.iteration_end)
-    gated = builder.may_wire(train_op)
+    also = [get_op(n) for n in points.iteration_end_also]
     # Gated: the row is written just before the train op, once everything it waits on is done.
-    # Not gated: the row's write is fetched, after the train op.
-    waits: list[Wait] = [t for t in train_op.inputs if t.op.type not in FED_INPUT_TYPES] + list(train_op.control_inputs) if gated else [train_op]
+    # Not gated: the row's write is fetched (a function runs it), after the train op. And after the other ops
+    # a function's call runs where the train op does not wait on them all (`TracePoints.iteration_end_also`):
+    # gating the train op on those would hold it behind ops that may wait on it.
+    gated = builder.may_wire(train_op) and not also
+    waits: list[Wait] = [t for t in train_op.inputs if t.op.type not in FED_INPUT_TYPES] + list(train_op.control_inputs) if gated else [train_op, *also]
     builder.waited.update((w.op if isinstance(w, tf.Tensor) else w).name for w in waits)
     before_end = builder.gate(waits + chain_tail + reduce_ends, "iteration_ready")
     has_step = points.global_step is not None and tables is None

@@ -7,11 +7,10 @@ Reports are (re)built when a session closes and once more at interpreter exit.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import platform
-import secrets
 import socket
-import string
 import sys
 import threading
 import time
@@ -26,13 +25,15 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
+from npu_tf_profiling.runtime.host_stacks import start_host_recorder
+from npu_tf_profiling.runtime.host.collection import HostCollection
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.raw_format.atomic import atomic_write_json
+from npu_tf_profiling.raw_format.prof_name import ProfName
 
-_RANDOM_ALPHABET = string.ascii_uppercase + string.digits
 OTHER_RUNS_BATCH = 256
 OTHER_RUNS_FLUSH_S = 0.5
 
@@ -72,10 +73,16 @@ class ProfilingRun:
         self._tasks = AppendOnlyWriter(layout.task_trace_path(self.prof_dir, self.device_id), self._budget)
         self._xspaces = AppendOnlyWriter(layout.xspace_path(self.prof_dir, self.device_id), self._budget)
         self._others = AppendOnlyWriter(layout.other_runs_path(self.prof_dir, self.device_id), self._budget)
+        self._anomalies = AppendOnlyWriter(layout.anomalies_path(self.prof_dir, self.device_id), self._budget)
+        self._closed_us: int | None = None
         for writer in self._writers:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
+        self._host_stacks = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
+        # host_sys, host_sys_usage, profile_memory, msproftx (runtime/host/): nothing starts unless asked for.
+        self._host = HostCollection(self.resolution.options, self.prof_dir, self.device_id, self._budget, self.device_kind,
+                                    self.add_note)
 
     # ----- collection ---------------------------------------------------------------------
     @property
@@ -105,6 +112,13 @@ class ProfilingRun:
                         warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
             return entry
 
+    def note_model(self, entry: ModelEntry, key: str, value: Any) -> None:
+        """A fact about a model found while it trains (what it feeds, the iteration end's self-check): info.json's
+        ``models[id][key]``, written now."""
+        with self._lock:
+            entry.trace_points[key] = value
+            self._write_info()
+
     def record_trace_frame(self, frame: bytes) -> None:
         """A batch of training_trace records, already encoded (`raw_format.training_frame`)."""
         self._trace.append(frame)
@@ -119,7 +133,8 @@ class ProfilingRun:
                   layout.K_CALLS: [_task_header(model, run, None, start, end) for model, run, start, end in calls]}
         self._xspaces.append(frame_task_record(header, xspace, layout.XSPACE_MAGIC))
 
-    def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None) -> None:
+    def record_other_run(self, start_us: float, end_us: float, kind: str, name: str | None = None,
+                         details: dict | None = None) -> None:
         """A session run or tf.function call that was not a training step (`raw_format.other_runs`);
         info.json keeps each kind's count and time (written with the next info update, and at close).
 
@@ -129,7 +144,7 @@ class ProfilingRun:
         with self._lock:
             if not self._pending_others:
                 self._others_due = time.monotonic() + OTHER_RUNS_FLUSH_S
-            self._pending_others.append((start_us, end_us, kind, name))
+            self._pending_others.append((start_us, end_us, kind, name, details))
             totals = self._other_totals.setdefault(kind, {"count": 0, "time_us": 0.0})
             totals["count"] += 1
             totals["time_us"] = round(totals["time_us"] + (end_us - start_us), 1)
@@ -143,6 +158,10 @@ class ProfilingRun:
             lines, self._pending_others = self._pending_others, []
         if lines:
             self._others.append(b"".join(encode_other_run(*line) for line in lines))
+
+    def record_anomaly(self, entry: dict[str, Any]) -> None:
+        """One anomaly_capture line (`runtime.anomaly_watch`): a capture and what its iterations were."""
+        self._anomalies.append((json.dumps(entry, sort_keys=True) + "\n").encode())
 
     def write_call_sites(self) -> None:
         """call_sites.json: the user's lines `advise` names (``runtime.call_sites``), as recorded so far;
@@ -188,6 +207,8 @@ class ProfilingRun:
             layout.K_OTHER_RUNS_RECORDED: True,  # the runs between iterations are in other_runs.jsonl
             layout.K_OTHER_RUNS: {kind: dict(value) for kind, value in self._other_totals.items()},
         }
+        if self._closed_us is not None:  # `watch` tells a finished job from a running or killed one by it
+            info[layout.K_CLOSED] = self._closed_us
         if self.resolution.ignored_env:
             # {"variables": {"PROFILING_MODE": ..., "PROFILING_OPTIONS": ...}, "reason": ...}
             info["env_ignored"] = {"variables": dict(self.resolution.ignored_env), "reason": ignored_env_note(self.resolution.ignored_env, self.resolution.source)}
@@ -212,6 +233,7 @@ class ProfilingRun:
         still in flight would make them say things the final report, which prints, no longer does.
         """
         self.flush_other_runs()
+        self._host.flush()
         self.write_call_sites()
         if not any(writer.path.exists() for writer in (self._trace, self._tasks, self._xspaces)):  # iterations
             return []
@@ -234,11 +256,14 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
-        for writer in self._writers:
+        if self._host_stacks is not None:
+            self._host_stacks.stop()
+        self._host.close()
+        for writer in (*self._writers, self._anomalies):
             writer.close()
-        if self._other_totals:
-            with self._lock:
-                self._write_info()  # the other runs' totals as they ended
+        with self._lock:
+            self._closed_us = int(time.time() * 1e6)
+            self._write_info()  # the other runs' totals as they ended, and closed_us
 
 
 def _task_header(model: ModelEntry, run: int, step: int | None, run_start_us: float, run_end_us: float) -> dict[str, Any]:
@@ -284,9 +309,7 @@ def _device_kind() -> str:
 
 def new_prof_dir(output_dir: Path) -> tuple[Path, int]:
     now = time.time()
-    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now))
-    suffix = "".join(secrets.choice(_RANDOM_ALPHABET) for _ in range(8))
-    return output_dir / f"{layout.PROF_DIR_PREFIX}{os.getpid()}_{stamp}_{suffix}", int(now * 1e6)
+    return output_dir / str(ProfName.new(os.getpid(), now)), int(now * 1e6)
 
 
 _RUNS: dict[Path, ProfilingRun] = {}

@@ -33,6 +33,9 @@ class PrivateSymbol:
     attribute: str
     why: str
     used_in: str
+    # The newest (major, minor) TensorFlow that ships it (tensorflow-estimator and Keras 2 end with 2.15), None if
+    # every checked version has it. Its user says what it does without it; the test resolves it up to this version.
+    until: tuple[int, int] | None = None
 
 
 SESSION_MODULE = "tensorflow.python.client.session"
@@ -49,6 +52,15 @@ FUNCTION_CALL_METHOD = ("tensorflow.python.eager.polymorphic_function.polymorphi
 TRACE_FRAME = ("tensorflow.python.eager.polymorphic_function.tracing_compilation", "_create_concrete_function")
 BODY_FRAME = ("tensorflow.python.ops.control_flow_util_v2", "create_new_tf_function")
 XLA_ATTRIBUTE = "_XlaMustCompile"
+# The modules that call `create_new_tf_function` (BODY_FRAME): a loop's body, a branch. Matched by file name.
+BODY_MAKERS = ("tensorflow.python.ops.while_v2", "tensorflow.python.ops.cond_v2")
+# tf.estimator's implementation modules (TensorFlow <= 2.15): NPURunConfig/NPUEstimator subclass their classes.
+ESTIMATOR_MODULES = {name: f"tensorflow_estimator.python.estimator.{name}" for name in ("estimator", "model_fn", "run_config")}
+FEEDING_QUEUE_RUNNER = ("tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner", "_FeedingQueueRunner")
+# Keras 2's (TensorFlow <= 2.15) loss-scale optimizer classes and legacy optimizer base, by module.
+KERAS_LOSS_SCALE_MODULE = "keras.src.mixed_precision.loss_scale_optimizer"
+KERAS_LEGACY_OPTIMIZER_MODULE = "keras.src.optimizers.legacy.optimizer_v2"
+_LAST_WITH_ESTIMATOR = (2, 15)
 AUTOGRAPH_CALL = ("tensorflow.python.autograph.impl.api", "converted_call")
 
 _OPERATION = "tensorflow.python.framework.ops"
@@ -93,7 +105,49 @@ PRIVATE_SYMBOLS: tuple[PrivateSymbol, ...] = (
                   "user's line of code AutoGraph rewrote (a py_function called in a map function)", "runtime/call_sites.py"),
     PrivateSymbol(_OPERATION, "Graph._unsafe_unfinalize", "probes go into graphs Estimator and MonitoredSession "
                   "finalise before the session exists", "runtime/probes.py"),
+    *(PrivateSymbol(module, "", "the file name of the caller of `create_new_tf_function` says which kind of body "
+                    "is traced", "runtime/functions/tracing.py") for module in BODY_MAKERS),
+    PrivateSymbol(ESTIMATOR_MODULES["estimator"], "Estimator", "NPUEstimator subclasses it",
+                  "bridge/npu_bridge/estimator.py", _LAST_WITH_ESTIMATOR),
+    PrivateSymbol(ESTIMATOR_MODULES["model_fn"], "EstimatorSpec", "NPUEstimatorSpec subclasses it; ModeKeys",
+                  "bridge/npu_bridge/estimator.py", _LAST_WITH_ESTIMATOR),
+    PrivateSymbol(ESTIMATOR_MODULES["run_config"], "RunConfig", "NPURunConfig subclasses it",
+                  "bridge/npu_bridge/estimator.py", _LAST_WITH_ESTIMATOR),
+    PrivateSymbol(ESTIMATOR_MODULES["run_config"], "_USE_DEFAULT", "NPURunConfig's checkpoint arguments default "
+                  "as RunConfig's own (every 600 s)", "bridge/npu_bridge/estimator.py", _LAST_WITH_ESTIMATOR),
+    PrivateSymbol(FEEDING_QUEUE_RUNNER[0], FEEDING_QUEUE_RUNNER[1], "served as 1.15's "
+                  "`tf.contrib.training.FeedingQueueRunner`", "bridge/launch/contrib/feeding_queue_runner.py",
+                  _LAST_WITH_ESTIMATOR),
+    PrivateSymbol(KERAS_LOSS_SCALE_MODULE, "LossScaleOptimizerMetaclass", "NpuLossScaleOptimizer picks Keras' "
+                  "matching class as Keras' metaclass does", "bridge/npu_device/keras_loss_scale.py", _LAST_WITH_ESTIMATOR),
+    *(PrivateSymbol(KERAS_LOSS_SCALE_MODULE, name, "NpuLossScaleOptimizer subclasses it",
+                    "bridge/npu_device/keras_loss_scale.py", _LAST_WITH_ESTIMATOR)
+      for name in ("BaseLossScaleOptimizer", "LossScaleOptimizer", "LossScaleOptimizerV3")),
+    PrivateSymbol(KERAS_LEGACY_OPTIMIZER_MODULE, "OptimizerV2", "tells a legacy inner optimizer from a new one",
+                  "bridge/npu_device/keras_loss_scale.py", _LAST_WITH_ESTIMATOR),
 )
+
+
+def body_maker(file_name: str) -> str | None:
+    """Which of `BODY_MAKERS` a frame's file is (its module's last part: "while_v2", "cond_v2"), None if neither."""
+    for module in BODY_MAKERS:
+        short = module.rsplit(".", 1)[-1]
+        if file_name.startswith(short):
+            return short
+    return None
+
+
+def optional_module(module: str) -> Any:
+    """A registered module that only some versions ship (`PrivateSymbol.until`); None where it is absent."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def run_config_default() -> Any:
+    """RunConfig's "not given" marker (`_USE_DEFAULT`): a checkpoint argument left at it gets RunConfig's default."""
+    return importlib.import_module(ESTIMATOR_MODULES["run_config"])._USE_DEFAULT
 
 
 def add_control_input(op: Any, dependency: Any) -> None:

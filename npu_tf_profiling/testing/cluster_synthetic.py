@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.prof_name import ProfName
 from npu_tf_profiling.raw_format.training_frame import RecordShape, encode_frame
 
 T0 = 1_700_000_000_000_000.0  # µs since the epoch (Nov 2023)
@@ -126,7 +127,7 @@ def write_cluster(root: Path | str, plan: ClusterPlan) -> dict[int, Path]:
     out: dict[int, Path] = {}
     traces = _binary_traces(plan) if plan.binary else {r: _json_lines(recs, plan.drop.get(r, set())) for r, recs in simulate(plan).items()}
     for rank, trace in traces.items():
-        prof = root / f"{layout.PROF_DIR_PREFIX}{10000 + rank}_20240102030405_RANK{rank:04d}"
+        prof = root / str(ProfName(10000 + rank, "20240102030405", f"RANK{rank:04d}"))
         ddir = layout.device_dir(prof, rank)
         (ddir / layout.DATA_DIR).mkdir(parents=True, exist_ok=True)
         info = {"device_id": rank, "rank_id": rank, "rank_size": plan.ranks, "host": plan.hosts.get(rank, "node0"), "pid": 10000 + rank}

@@ -6,7 +6,7 @@ For tests and benchmarks of the readers of long runs (``npu-tf-prof view`` on
 folder takes a fraction of a second to make. Each iteration is laid end to
 end: GetNext inside Data Aug Bound, one all-reduce from ``reduce_offset`` after
 FP Start, then Iteration Refresh; ``noise`` scales every phase per iteration,
-and ``spikes`` adds time to the FP to BP of chosen iterations.
+``spikes`` adds time to the FP to BP of chosen iterations, ``gap_spikes`` to their Data Aug Bound.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.prof_name import ProfName
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 
 T0_US = 1_700_000_000_000_000.0
@@ -34,6 +35,7 @@ class StepPlan:
     refresh: float = 200.0
     noise: float = 0.0  # relative, per phase and iteration
     spikes: dict[int, float] = field(default_factory=dict)  # 0-based iteration -> extra FP to BP µs
+    gap_spikes: dict[int, float] = field(default_factory=dict)  # 0-based iteration -> extra Data Aug Bound µs
     seed: int = 0
 
 
@@ -45,6 +47,8 @@ def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, mo
     aug, fp_bp, refresh = plan.data_aug * scale(), plan.fp_bp * scale(), plan.refresh * scale()
     for index, extra in plan.spikes.items():
         fp_bp[index] += extra
+    for index, extra in plan.gap_spikes.items():
+        aug[index] += extra
     ends = T0_US + np.cumsum(aug + fp_bp + refresh)
     fp = ends - refresh - fp_bp
     shape = RecordShape(get_next_pairs=1, has_fp=True, has_bp=True, reduce_pairs=1, has_step=False)
@@ -54,7 +58,7 @@ def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, mo
     gn_end = fp - 10.0
     reduce_start = fp + plan.reduce_offset
     rows["times"] = np.column_stack([gn_end - plan.get_next, gn_end, fp, fp + fp_bp, reduce_start, reduce_start + plan.reduce, ends])
-    prof = Path(root) / f"{layout.PROF_DIR_PREFIX}4242_20240102030405_SYNTHSTP"
+    prof = Path(root) / str(ProfName(4242, "20240102030405", "SYNTHSTP"))
     device_dir = layout.device_dir(prof, device_id)
     (device_dir / layout.DATA_DIR).mkdir(parents=True, exist_ok=True)
     (device_dir / layout.INFO_FILE).write_text(json.dumps({"device_id": device_id}))

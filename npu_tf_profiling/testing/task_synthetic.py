@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.prof_name import ProfName
 from npu_tf_profiling.reports.task import step_stats
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.reports.task.classify import PROBE_PREFIX
@@ -199,7 +200,7 @@ def write_synthetic_prof_dir(
     device or model). Returns what was written.
     """
     if prof_dir is None:
-        prof_dir = Path(root) / f"{layout.PROF_DIR_PREFIX}{pid}_{ts}_abcdefgh"
+        prof_dir = Path(root) / str(ProfName(pid, ts, "abcdefgh"))
     traced_set = set(range(1, n_iterations + 1)) if traced is None else set(traced)
     ddir = layout.device_dir(prof_dir, device_id)
     data_dir = ddir / layout.DATA_DIR

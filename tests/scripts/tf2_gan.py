@@ -16,15 +16,23 @@ Styles (one row per call of the step function expected):
                 optimizers, called from a Python loop
     function_layers  two_tapes with models whose layers' `call` is a `tf.function` (as ModelZoo's SGAN
                 and WGAN write them): every weight gradient is computed inside a backward function call
+    no_return   two_tapes in the style of TensorFlow's DCGAN tutorial: the step returns nothing, so no
+                output waits on its updates
+    keras_no_return  dcgan whose `train_step` returns an empty dict (nothing useful)
 
 --forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
 run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
 so that the step's points never fire: the job must say so and still get rows.
+--slow-tail (two_tapes styles): the step ends with a 20 ms host side effect (a stateful numpy_function that
+sleeps, as a logging hook would) that nothing returned waits on.
+--end-early injects a fault: discovery no longer makes the iteration end wait on what the outputs do not
+(as before it did), so a step returning nothing ends at a sink running a few updates: the self-check must say so.
 """
 import hashlib
 import json
 import os
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
@@ -38,6 +46,10 @@ if "--forget-what-runs" in sys.argv:
 
     load_tf_graph = loading._from_tf_graph
     loading._from_tf_graph = lambda graph: dataclasses.replace(load_tf_graph(graph), runs=())
+if "--end-early" in sys.argv:
+    from npu_tf_profiling.graph_points import iteration_end
+
+    iteration_end._runs_not_waited_on = lambda *args: ()
 LATENT, BATCH = 4, 8
 tf.keras.utils.set_random_seed(11)
 images = np.random.default_rng(3).normal(size=(BATCH * 8, 8, 8, 1)).astype(np.float32)
@@ -144,19 +156,19 @@ class ConcatenatedGAN(tf.keras.Model):
         with tf.GradientTape() as tape:
             g_loss = self.bce(tf.zeros((size, 1)), self.critic(self.generator(tf.random.normal((size, LATENT)))))
         g_opt.apply_gradients(zip(tape.gradient(g_loss, self.generator.trainable_variables), self.generator.trainable_variables))
-        return {"d_loss": d_loss, "g_loss": g_loss}
+        return {} if style == "keras_no_return" else {"d_loss": d_loss, "g_loss": g_loss}
 
 
-if style in ("wgan_gp", "dcgan"):
+if style in ("wgan_gp", "dcgan", "keras_no_return"):
     gan = WassersteinGP() if style == "wgan_gp" else ConcatenatedGAN()
     gan.compile()
     gan.fit(real_images, steps_per_epoch=steps, epochs=1, verbose=0)
-elif style in ("two_tapes", "function_layers"):
+elif style in ("two_tapes", "function_layers", "no_return"):
     bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
     batches = iter(real_images)
 
     @tf.function
-    def train_step() -> tf.Tensor:
+    def train_step() -> tf.Tensor | None:
         real = next(batches)
         with tf.GradientTape() as g_tape, tf.GradientTape() as c_tape:
             fake = generator(tf.random.normal((BATCH, LATENT)), training=True)
@@ -165,7 +177,9 @@ elif style in ("two_tapes", "function_layers"):
             g_loss = bce(tf.ones_like(fake_score), fake_score)
         g_opt.apply_gradients(zip(g_tape.gradient(g_loss, generator.trainable_variables), generator.trainable_variables))
         c_opt.apply_gradients(zip(c_tape.gradient(c_loss, critic.trainable_variables), critic.trainable_variables))
-        return c_loss
+        if "--slow-tail" in sys.argv:
+            tf.numpy_function(lambda: np.float32(time.sleep(0.02) or 0), [], tf.float32, stateful=True)
+        return None if style == "no_return" else c_loss
 
     for _ in range(steps):
         train_step()

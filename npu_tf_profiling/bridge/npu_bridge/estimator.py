@@ -11,6 +11,7 @@ Estimator-only names below raise `EstimatorUnavailableError` when used.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any
 
@@ -25,12 +26,11 @@ from npu_tf_profiling.bridge.ranks.discovery import tf_config_hidden_from_run_co
 from npu_tf_profiling.bridge.npu_bridge.session_config import npu_config_proto
 from npu_tf_profiling.raw_format.call_sites import RUN_CONFIG
 from npu_tf_profiling.runtime import call_sites
+from npu_tf_profiling.runtime import tf_private
 
 try:  # tf.estimator exists up to TensorFlow 2.15.
-    from tensorflow_estimator.python.estimator import estimator as _estimator_lib
-    from tensorflow_estimator.python.estimator import model_fn as _model_fn_lib
-    from tensorflow_estimator.python.estimator import run_config as _run_config_lib
-
+    _estimator_lib, _model_fn_lib, _run_config_lib = (importlib.import_module(tf_private.ESTIMATOR_MODULES[name])
+                                                      for name in ("estimator", "model_fn", "run_config"))
     _ESTIMATOR_ERROR: str | None = None
 except ImportError as _exc:  # pragma: no cover - exercised by `make check-latest`
     _ESTIMATOR_ERROR = (
@@ -136,8 +136,8 @@ if _ESTIMATOR_ERROR is None:
             model_dir: str | None = None,
             tf_random_seed: int | None = None,
             save_summary_steps: int = 0,
-            save_checkpoints_steps: Any = _run_config_lib._USE_DEFAULT,
-            save_checkpoints_secs: Any = _run_config_lib._USE_DEFAULT,
+            save_checkpoints_steps: Any = tf_private.run_config_default(),
+            save_checkpoints_secs: Any = tf_private.run_config_default(),
             session_config: config_pb2.ConfigProto | None = None,
             keep_checkpoint_max: int = 5,
             keep_checkpoint_every_n_hours: int = 10000,

@@ -17,11 +17,11 @@ from typing import Any
 
 import tensorflow as tf
 
-try:  # Keras 2 (TensorFlow 2.15); Keras 3 has no such module
-    from keras.src.mixed_precision import loss_scale_optimizer as _keras_lso
-    from keras.src.optimizers.legacy import optimizer_v2 as _legacy
-except ImportError:  # pragma: no cover - Keras 3
-    _keras_lso = None
+from npu_tf_profiling.runtime import tf_private
+
+# Keras 2 (TensorFlow 2.15); Keras 3 has neither module.
+_keras_lso = tf_private.optional_module(tf_private.KERAS_LOSS_SCALE_MODULE)
+_legacy = tf_private.optional_module(tf_private.KERAS_LEGACY_OPTIMIZER_MODULE)
 
 
 def _all_finite(grads: list[Any]) -> tf.Tensor:
@@ -45,7 +45,7 @@ class _LastStepFinite:
         return super().apply_gradients(grads_and_vars, *args, **kwargs)
 
 
-if _keras_lso is not None:
+if _keras_lso is not None and _legacy is not None:
 
     class _Chooser(_keras_lso.LossScaleOptimizerMetaclass):
         """Builds the subclass that matches the inner optimizer, as Keras' own metaclass does."""

@@ -33,7 +33,10 @@ def host_python(ev: ModelEvidence, covered: float) -> list[Finding]:
     between = _inside(truth.stack_times, starts, ends)
     if not between.any():
         return []
-    line, count = Counter(np.asarray(truth.stack_lines, dtype=object)[between]).most_common(1)[0]
+    lines = Counter(line for line in np.asarray(truth.stack_lines, dtype=object)[between] if line)
+    if not lines:
+        return []
+    line, count = lines.most_common(1)[0]
     fraction = count / float(between.sum())
     return [Finding("host Python between steps", "the line's work", {"host_between_steps_pct": pct(h),
                     "samples_between": int(between.sum()), "samples_at_line": count},

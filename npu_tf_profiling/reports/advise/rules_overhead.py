@@ -73,8 +73,8 @@ def eager_ops(ev: ModelEvidence) -> list[Finding]:
     gain = ev.host_share() * fraction
     if gain * 100 < 1.0:
         return []
-    lines = np.asarray(truth.stack_lines, dtype=object)[eager]
-    top = max(set(lines), key=list(lines).count) if len(lines) else None
+    lines = [line for line in np.asarray(truth.stack_lines, dtype=object)[eager] if line]
+    top = max(set(lines), key=lines.count) if lines else None
     return [Finding("eager ops between steps", "move the ops into the tf.function",
                     {"between_samples": int(between.sum()), "eager_samples": int(eager.sum())},
                     "move the eager TensorFlow ops run between steps into the training tf.function (or return "

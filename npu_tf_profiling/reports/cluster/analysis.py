@@ -19,6 +19,7 @@ step. Never imports TensorFlow.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ import pandas as pd
 from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.reports.cluster.anomalies import JSON_NAME as ANOMALIES_JSON
+from npu_tf_profiling.reports.cluster.anomalies import anomaly_notes, cluster_anomalies
 from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import timeline_files as tlf
 from npu_tf_profiling.reports.cluster import timeline_focus as tfo
@@ -140,10 +143,15 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
             if fragments is not None:
                 shutil.rmtree(fragments, ignore_errors=True)
     timeline_notes = [note for p in analysis.ranks for note in p.timeline_notes] + [note for _, notes in written for note in notes]
+    anomalies = cluster_anomalies(folders)  # each rank's anomaly_capture anomalies, and which were shared
+    timeline_notes += anomaly_notes(anomalies)
     if timeline_notes:
         analysis.report.notes.extend(timeline_notes)
         analysis.report.verdict = sr.render_text(analysis.report)
     paths = [*csv_paths, out / sr.JSON_NAME, out / sr.TEXT_NAME]
+    if anomalies["groups"]:
+        atomic_write_text(out / ANOMALIES_JSON, json.dumps(anomalies, indent=2) + "\n")
+        paths.append(out / ANOMALIES_JSON)
     atomic_write_text(out / sr.JSON_NAME, analysis.report.to_json())
     atomic_write_text(out / sr.TEXT_NAME, analysis.report.verdict)
     analysis.output_dir = out

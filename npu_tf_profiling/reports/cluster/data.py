@@ -34,7 +34,6 @@ import pandas as pd
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.reports.task import traced as task_traced
 from npu_tf_profiling.reports.errors import BadInputError, NothingFoundError, RawDataWarning
 from npu_tf_profiling.reports.msprof import names as msprof_names
 from npu_tf_profiling.reports.prof_dir import is_prof_dir
@@ -104,16 +103,6 @@ class ClusterData(RankSet):
     @property
     def skipped_lines(self) -> int:
         return sum(r.trace.skipped_count for r in [*self.ranks, *self.empty_ranks] if r.trace is not None)
-
-    def task_traced_steps(self) -> frozenset[tuple[int, int]]:
-        """``(model_id, step)`` of every step task_trace disturbed on some rank (``task.traced``: a
-        FULL_TRACE step and the one after it). Reads the ranks' task_trace.bin record headers."""
-        steps: set[tuple[int, int]] = set()
-        for data in self.ranks:
-            _, disturbed = task_traced.disturbed(data.trace.frame, task_traced.traced_runs(data.device_dir))
-            rows = data.trace.frame[disturbed]
-            steps.update(zip(rows[layout.K_MODEL_ID].astype(int).tolist(), rows[raw_mod.ITERATION_ID].astype(int).tolist()))
-        return frozenset(steps)
 
 
 def find_prof_dirs_below(root: Path | str) -> list[Path]:

@@ -2,7 +2,7 @@
 
 PATH is a PROF_* folder, a folder holding PROF_* folders, or a cluster's output
 folder (per-host sub-folders too, as ``cluster`` finds them). Writes one run per
-(rank, model) under DIR (``reports.tensorboard_events``) and prints each event
+(rank, model) under DIR (``reports.exporters.tensorboard``) and prints each event
 file on stdout; then ``tensorboard --logdir DIR``. Exit codes: 0 written, 2 bad
 input (missing path, a device folder, two folders holding one rank, tensorboard
 not installed: the message gives the pip line), 3 nothing found (no PROF_*
@@ -15,7 +15,7 @@ import sys
 
 from npu_tf_profiling.reports.cluster.data import require_prof_dirs_below
 from npu_tf_profiling.reports.commands.common import run_guarded
-from npu_tf_profiling.reports.tensorboard_events import write_tensorboard
+from npu_tf_profiling.reports.exporters.tensorboard import write_tensorboard
 
 PROG = "npu-tf-prof tensorboard"
 

@@ -5,14 +5,15 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from npu_tf_profiling.reports.diff.compare import MIN_PHASE_EFFECT, DiffReport, ModelDiff
+from npu_tf_profiling.reports.diff.compare import MIN_PHASE_EFFECT, SECONDARY_PART, DiffReport, ModelDiff
 from npu_tf_profiling.reports.diff.stats import MIN_ITERATIONS, PhaseChange
 
 METHOD = ("change and 95% CI: Hodges-Lehmann shift (median of all candidate - baseline differences: the change in "
           "median when the times moved as a whole; unlike the difference of the medians, it sees a change of shape) with its "
-          "Mann-Whitney interval, over steady iterations (warm-up and task-traced ones left out, as in `summary`); on a cluster, "
+          "Mann-Whitney interval, over steady iterations (warm-up, retraced and task-traced ones left out, as in `summary`); on a cluster, "
           "each step's mean over the ranks both runs have")
-HEADER = ("phase", "base median", "base p90", "cand median", "cand p90", "Δ median", "change µs", "change %", "95% CI %", "")
+HEADER = ("phase", "base median", "base p90", "cand median", "cand p90", "Δ median", "change µs", "change %", "95% CI %",
+          "part of Δ", "")
 
 
 def _row(c: PhaseChange) -> tuple[str, ...]:
@@ -21,9 +22,11 @@ def _row(c: PhaseChange) -> tuple[str, ...]:
         ci = f"{c.ci_pct[0]:+.1f}..{c.ci_pct[1]:+.1f}"
     else:
         ci = "n/a" if c.ci_us is None else f"{c.ci_us[0]:+.0f}..{c.ci_us[1]:+.0f} µs"
-    mark = {1: "regressed", -1: "improved", 0: ""}[c.moved]
+    mark = "secondary" if c.secondary else {1: "regressed", -1: "improved", 0: ""}[c.moved]
+    part = "n/a" if c.part_of_change is None else f"{100 * c.part_of_change:.0f}%"
     return (c.phase, f"{c.baseline_median_us:,.0f}", f"{c.baseline_p90_us:,.0f}", f"{c.candidate_median_us:,.0f}",
-            f"{c.candidate_p90_us:,.0f}", f"{c.candidate_median_us - c.baseline_median_us:+,.0f}", f"{c.change_us:+,.0f}", pct, ci, mark)
+            f"{c.candidate_p90_us:,.0f}", f"{c.candidate_median_us - c.baseline_median_us:+,.0f}", f"{c.change_us:+,.0f}", pct, ci,
+            part, mark)
 
 
 def _table(rows: list[tuple[str, ...]], indent: str) -> list[str]:
@@ -61,7 +64,8 @@ def render_text(report: DiffReport) -> str:
     lines = [report.verdict,
              f"baseline:  {report.baseline.path}", f"candidate: {report.candidate.path}",
              f"threshold: {t:g}% (a change counts when its 95% CI leaves out 0 and it is at least {t:g}% of the baseline's "
-             f"median; a phase's also at least {MIN_PHASE_EFFECT:.0%} of the median Iteration Time)",
+             f"median; a phase's also at least {MIN_PHASE_EFFECT:.0%} of the median Iteration Time; a phase past it holding under "
+             f"{SECONDARY_PART:.0%} of the Iteration Time change is 'secondary', not a cause)",
              METHOD + f"; no CI under {MIN_ITERATIONS} iterations a side.", ""]
     if report.slow_ranks is not None:
         lines += ["Slow ranks:", f"  baseline:  {report.slow_ranks[0]}", f"  candidate: {report.slow_ranks[1]}", ""]

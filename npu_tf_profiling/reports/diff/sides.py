@@ -4,7 +4,7 @@ The folders are found and read as ``npu-tf-prof view`` reads them
 (``run_input.find_input``: every PROF_* folder at or below the path, the
 cluster analysis when two ranks or more have data), and each (rank, model)'s
 iterations are the ones ``npu-tf-prof summary`` uses (``summary.basis_rows``:
-steady, not task-traced), with the phases the view draws (``view.phases``:
+steady, not task-traced, not retraced), with the phases the view draws (``view.phases``:
 Reduce summed over the all-reduce groups). Nothing here computes a phase.
 
 A model's own sample, on a cluster, is the mean over its ranks of each step
@@ -44,6 +44,7 @@ class RankSample:
     reduce_groups: int
     fp_point: Optional[str]
     bp_point: Optional[str]
+    retraced: list[str] = field(default_factory=list)  # "Iteration ID 7: retrace of ...": left out like warm-up
 
 
 @dataclass
@@ -91,7 +92,7 @@ def side_of(found: RunInput) -> Side:
     models: dict[int, ModelSide] = {}
     for data in found.loaded:
         infos = {d.device_id: d.info for d in data.devices}
-        frame = sm.annotated_frame(data.table, data.task_traced)
+        frame = sm.annotated(data)
         for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
             rank, model = int(device_id), int(model_id)
             side = models.setdefault(model, ModelSide(model))
@@ -109,5 +110,6 @@ def side_of(found: RunInput) -> Side:
                 reduce_groups=_reduce_groups(rows, data.table.n_reduce),
                 fp_point=entry.get("fp") if isinstance(entry.get("fp"), str) else None,
                 bp_point=entry.get("bp") if isinstance(entry.get("bp"), str) else None,
+                retraced=[f"Iteration ID {i}: {words}" for i, words in zip(rows[st.ITERATION_ID_COL], rows["_retraced"]) if words],
             )
     return Side(path=path, found=found, models=models)

@@ -87,6 +87,10 @@ class PhaseChange:
     ci_us: Optional[tuple[float, float]]
     ci_pct: Optional[tuple[float, float]]
     moved: int = 0  # set by the comparison: ``past`` with its threshold (+1 regressed, -1 improved, 0 neither)
+    # Set by the comparison: this phase's shift over Iteration Time's (None when Iteration Time did not shift),
+    # and whether it moved past the threshold while holding too little of that change to be a cause.
+    part_of_change: Optional[float] = None
+    secondary: bool = False
 
     @property
     def significant(self) -> bool:

@@ -13,32 +13,31 @@ step table and its recipes read it beside the profiler database:
 """
 from __future__ import annotations
 
-from itertools import repeat
 from pathlib import Path
-from typing import Any, Iterable
 
+from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Joined, Part, Same, write_database
 from npu_tf_profiling.reports.msprof import comm_names
-from npu_tf_profiling.reports.msprof.db_schema import ANALYSIS_TABLES, column_items, write_database
+from npu_tf_profiling.reports.msprof.db_schema import ANALYSIS_TABLES
 from npu_tf_profiling.reports.msprof.rank_model import RankModel
 from npu_tf_profiling.reports.msprof.step_trace_time import step_values
 
 
-def analysis_db_rows(model: RankModel) -> dict[str, Iterable[tuple[Any, ...]]]:
-    """The two tables' rows, streamed from the columns (a million-step run has a million of each)."""
+def analysis_db_rows(model: RankModel) -> dict[str, list[Part]]:
+    """The two tables, as columns (a million-step run has a million rows of each)."""
     values = step_values(model.steps)
-    columns = [column_items(values[c].to_numpy(dtype="int64")) for c in values.columns]
-    step_rows = zip(map(str, columns[0]), *columns[1:])
+    columns = [values[c].to_numpy(dtype="int64") for c in values.columns]
+    steps_text = Joined(("", columns[0]))  # the step as text, as msprof-analyze writes it
     group = comm_names.group_hash(comm_names.WORLD_GROUP)
     ops = model.comm_ops
     start_us = ops["start_us"].to_numpy(dtype="float64")
     elapse_ms = (ops["end_us"].to_numpy(dtype="float64") - start_us) / 1000.0
     model_ids, steps, groups = (ops[c].to_numpy(dtype="int64") for c in ("model_id", "step", "group"))
-    comm_rows = zip(
-        map(comm_names.op_name, column_items(model_ids), column_items(steps), column_items(groups)), repeat(group),
-        column_items(start_us), column_items(elapse_ms), column_items(elapse_ms), repeat(0.0), repeat(0.0), repeat(0.0),
-        map(comm_names.step_key, column_items(steps)), repeat(comm_names.COLLECTIVE),
-    )
-    return {"StepTraceTime": step_rows, "CommAnalyzerTime": comm_rows}
+    comm = ColumnPart(len(ops), [
+        Joined((f"{comm_names.ALLREDUCE_OP_TYPE}_", model_ids, "_", steps, "_", groups)), Same(group),  # comm_names.op_name
+        start_us, elapse_ms, elapse_ms, Same(0.0), Same(0.0), Same(0.0),
+        Joined(("step", steps)), Same(comm_names.COLLECTIVE),  # comm_names.step_key
+    ])
+    return {"StepTraceTime": [ColumnPart(len(values), [steps_text, *columns[1:]])], "CommAnalyzerTime": [comm]}
 
 
 def write_analysis_db(model: RankModel, path: Path) -> None:

@@ -1,25 +1,18 @@
-"""The SQLite tables of the two per-rank databases, and writing a database in one step.
+"""The SQLite tables of the two per-rank databases, and the string ids of the profiler database.
 
 Table and column names are torch_npu's (``ascend_pytorch_profiler_<rank>.db``,
 ``analysis.db``) as documented for CANN's msprof database export and read by
 msprof-analyze 26.2.0; types are SQLite's. Which of our data fills each column
 is documented where the rows are built (``profiler_db``, ``analysis_db``) and
 in ``docs/msprof_layout.md``. Strings in the profiler database are stored once
-in ``STRING_IDS`` and referenced by id (``StringIds``), as CANN does.
+in ``STRING_IDS`` and referenced by id (``StringIds``), as CANN does. The
+databases are written by ``encoders.sqlite_tables``.
 """
 from __future__ import annotations
 
-import os
-import sqlite3
-from itertools import chain
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
-
 import numpy as np
 
-from npu_tf_profiling.raw_format import own_files
-
-Columns = Sequence[tuple[str, str]]
+from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Columns, Joined, Part
 
 PROFILER_TABLES: dict[str, Columns] = {
     "STRING_IDS": [("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")],
@@ -98,60 +91,61 @@ API_TYPES = {
 
 
 class StringIds:
-    """Interns strings for ``STRING_IDS``: each distinct value gets the next id, from 0."""
+    """Interns strings for ``STRING_IDS``: each distinct value gets the next id, from 0, in the order first met.
+
+    ``joined`` interns a whole column of texts built from numbers (a million
+    ``ProfilerStep#<n>``) at numpy speed: only the distinct rows get ids, and
+    their texts are built by the writer (``Joined``), never one by one here.
+    The ids equal those of interning each text in turn: a family's texts are
+    told apart by their numbers, and a text that could already be known (same
+    prefix) is interned one by one instead.
+    """
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
+        self.count = 0
+        self.table: list[Part] = []  # STRING_IDS' rows in id order: lists of (id, text) and joined blocks
+        self._blocks: list[tuple[str, ColumnPart]] = []  # (prefix, block) not yet in ``ids``
 
     def __call__(self, value: str) -> int:
         found = self.ids.get(value)
+        if found is None and any(value.startswith(prefix) for prefix, _ in self._blocks):
+            self._index_blocks()
+            found = self.ids.get(value)
         if found is None:
-            found = self.ids[value] = len(self.ids)
+            found = self.ids[value] = self.count
+            self.count += 1
+            if not self.table or isinstance(self.table[-1], ColumnPart):
+                self.table.append([])
+            self.table[-1].append((found, value))  # type: ignore[union-attr]
         return found
 
-    def rows(self) -> list[tuple[int, str]]:
-        return [(i, v) for v, i in self.ids.items()]
+    def joined(self, prefix: str, *pieces: str | np.ndarray) -> np.ndarray:
+        """The ids of ``prefix`` + pieces per row (``Joined``); numbers must be split by non-digit text."""
+        arrays = [p for p in pieces if not isinstance(p, str)]
+        for before, after in zip(pieces, pieces[1:]):
+            if not isinstance(before, str) and not (isinstance(after, str) and after and not any(c in after for c in "-0123456789")):
+                raise ValueError("joined: two numbers must be split by text without digits or '-', or two rows share a text")
+        clash = any(v.startswith(prefix) for v in self.ids) or any(p.startswith(prefix) or prefix.startswith(p) for p, _ in self._blocks)
+        if clash or not arrays:
+            texts = Joined((prefix, *pieces)).texts(0, len(arrays[0]) if arrays else 1)
+            return np.array([self(text) for text in texts], dtype=np.int64)
+        keys = np.stack([np.asarray(a, dtype=np.int64) for a in arrays], axis=1)
+        unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        ids = self.count + np.arange(len(order), dtype=np.int64)
+        columns = iter(unique[order].T)
+        block = ColumnPart(len(order), [ids, Joined((prefix, *(p if isinstance(p, str) else next(columns) for p in pieces)))])
+        self.table.append(block)
+        self._blocks.append((prefix, block))
+        self.count += len(order)
+        return self.count - len(order) + rank[inverse.reshape(-1)].astype(np.int64)
 
-
-def column_items(values: np.ndarray, chunk: int = 65_536) -> Iterator[Any]:
-    """The values of a numpy column as Python numbers, converted a chunk at a time.
-
-    ``executemany`` takes rows from an iterator, so a table of millions of rows is
-    built from ``zip`` of these without a million-element list per column in memory.
-    """
-    return chain.from_iterable(values[lo:lo + chunk].tolist() for lo in range(0, len(values), chunk))
-
-
-def write_database(path: Path, tables: Mapping[str, Columns], rows: Mapping[str, Iterable[Sequence[Any]]]) -> None:
-    """Create every table of ``tables`` (empty where ``rows`` has none) in a new database at ``path``.
-
-    Built under a temporary name in the same folder, then moved over ``path``:
-    a reader never sees half a database, and the temporary name does not match
-    the ``ascend_pytorch_profiler_<rank>.db`` pattern tools look for.
-    """
-    own_files.make_dir(path.parent)
-    fd, tmp = own_files.create_temp(path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(tmp)
-        try:
-            # No journal, no syncs while building: the file is private until it is moved into place, and a
-            # crash leaves only the temporary file. A million-step rank inserts millions of rows.
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            for table, columns in tables.items():
-                conn.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in columns)})")
-                data = rows.get(table)
-                if data is not None:
-                    marks = ", ".join("?" * len(columns))
-                    conn.executemany(f"INSERT INTO {table} VALUES ({marks})", data)
-            conn.commit()
-        finally:
-            conn.close()
-        own_files.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    def _index_blocks(self) -> None:
+        """Put the joined texts in ``ids`` (only when a later single text shares their prefix)."""
+        for _, block in self._blocks:
+            ids, texts = block.columns
+            self.ids.update(zip(texts.texts(0, block.length), ids.tolist()))  # type: ignore[union-attr]
+        self._blocks.clear()

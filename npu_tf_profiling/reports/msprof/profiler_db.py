@@ -34,21 +34,23 @@ What fills each table (``db_schema`` has the columns):
   host name, host name), ``NPU_INFO`` (device id, device kind),
   ``SESSION_TIME_INFO`` (the recorded time range), ``META_DATA`` (our and
   TensorFlow's versions, ``parallel_group_info`` when the job size is known),
-  ``ENUM_API_TYPE`` (CANN's API levels), ``STRING_IDS``.
+  ``ENUM_API_TYPE`` (CANN's API levels), ``STRING_IDS``;
+* ``MSTX_EVENTS``, only where the job recorded mstx ranges (``mstx_events``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from itertools import chain, repeat
+from itertools import repeat
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from npu_tf_profiling.reports.cluster import step_table as cst
-from npu_tf_profiling.reports.msprof import comm_names, profiler_info
-from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds, column_items, write_database
+from npu_tf_profiling.reports.msprof import comm_names, mstx_events, profiler_info
+from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Part, Same, write_database
+from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds
 from npu_tf_profiling.reports.msprof.kernel_details import NA, OP_STATE_STATIC
 from npu_tf_profiling.reports.msprof.rank_model import (
     END_US,
@@ -60,7 +62,7 @@ from npu_tf_profiling.reports.msprof.rank_model import (
 )
 
 MEMCPY_TASK_TYPE = "MEMCPY_ASYNC"
-Rows = dict[str, Iterable[tuple[Any, ...]]]  # table -> its rows (streamed: iterators over the columns)
+Tables = dict[str, list[Part]]  # table -> its parts, in order (encoders.sqlite_tables)
 
 
 def host_uid(host: str) -> str:
@@ -73,20 +75,20 @@ def _ns(values_us: np.ndarray) -> np.ndarray:
     return np.rint(values_us).astype(np.int64) * 1000
 
 
-def _steps(model: RankModel, strings: StringIds, rows: Rows) -> None:
+def _steps(model: RankModel, strings: StringIds, rows: Tables) -> None:
     tid = model.pid << 32
     steps = model.steps[cst.STEP].to_numpy(dtype="int64")
     start = model.steps[START_US].to_numpy(dtype="float64")
     end = model.steps[END_US].to_numpy(dtype="float64")
     known = ~(np.isnan(start) | np.isnan(end))
     steps, start_ns, end_ns = steps[known], _ns(start[known]), _ns(end[known])
-    names = np.array([strings(f"ProfilerStep#{step}") for step in steps.tolist()], dtype=np.int64)
-    rows["STEP_TIME"] = zip(column_items(steps), column_items(start_ns), column_items(end_ns))
-    rows["PYTORCH_API"] = zip(column_items(start_ns), column_items(end_ns), repeat(tid), repeat(None), column_items(names),
-                              *repeat(repeat(None), 5), repeat(API_TYPES["op"]))
+    names = strings.joined("ProfilerStep#", steps)
+    rows["STEP_TIME"] = [ColumnPart(len(steps), [steps, start_ns, end_ns])]
+    rows["PYTORCH_API"] = [ColumnPart(len(steps), [start_ns, end_ns, Same(tid), Same(None), names,
+                                                   *repeat(Same(None), 5), Same(API_TYPES["op"])])]
 
 
-def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
+def _communication(model: RankModel, strings: StringIds, rows: Tables, next_connection: int) -> int:
     group = strings(comm_names.WORLD_GROUP)
     op_type = strings(comm_names.ALLREDUCE_OP_TYPE)
     api = strings(comm_names.ALLREDUCE_API)
@@ -96,18 +98,17 @@ def _communication(model: RankModel, strings: StringIds, rows: Rows, next_connec
     count = len(ops)
     start_ns = _ns(ops["start_us"].to_numpy(dtype="float64"))
     end_ns = _ns(ops["end_us"].to_numpy(dtype="float64"))
-    names = np.array([strings(comm_names.op_name(m, step, g)) for m, step, g in
-                      zip(*(ops[c].to_numpy(dtype="int64").tolist() for c in ("model_id", "step", "group")))], dtype=np.int64)
-    connections = range(next_connection, next_connection + count)
-    rows["COMMUNICATION_OP"] = zip(column_items(names), column_items(start_ns), column_items(end_ns), connections, repeat(group),
-                                   range(count), repeat(0), repeat(0), repeat(None), repeat(na), repeat(None), repeat(op_type),
-                                   repeat(model.rank))
-    rows["CANN_API"] = [zip(column_items(start_ns), column_items(end_ns), repeat(API_TYPES["communication"]), repeat(tid),
-                            connections, repeat(api))]
+    model_ids, steps, groups = (ops[c].to_numpy(dtype="int64") for c in ("model_id", "step", "group"))
+    names = strings.joined(f"{comm_names.ALLREDUCE_OP_TYPE}_", model_ids, "_", steps, "_", groups)  # comm_names.op_name
+    connections = np.arange(next_connection, next_connection + count, dtype=np.int64)
+    rows["COMMUNICATION_OP"] = [ColumnPart(count, [
+        names, start_ns, end_ns, connections, Same(group), np.arange(count, dtype=np.int64), Same(0), Same(0), Same(None),
+        Same(na), Same(None), Same(op_type), Same(model.rank)])]
+    rows["CANN_API"] = [ColumnPart(count, [start_ns, end_ns, Same(API_TYPES["communication"]), Same(tid), connections, Same(api)])]
     return next_connection + count
 
 
-def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: int) -> int:
+def _tasks(model: RankModel, strings: StringIds, rows: Tables, next_connection: int) -> int:
     """The task_trace tasks (``globalTaskId`` = the task's index, as kernel_details' Task ID); returns the count."""
     tasks = model.tasks
     if tasks is None or not len(tasks):
@@ -116,7 +117,11 @@ def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: in
     static = strings(OP_STATE_STATIC)
     tid = model.pid << 32
     task_api: list[tuple[Any, ...]] = []
+    task_rows: list[tuple[Any, ...]] = []
+    info_rows: list[tuple[Any, ...]] = []
     rows["CANN_API"].append(task_api)
+    rows["TASK"].append(task_rows)
+    rows["COMPUTE_TASK_INFO"].append(info_rows)
     columns = zip(
         tasks["name"].tolist(), tasks["op_type"].tolist(), tasks["task_type"].tolist(),
         tasks["stream_id"].tolist(), tasks["model_id"].tolist(), tasks["start_ns"].tolist(), tasks["end_ns"].tolist(),
@@ -126,26 +131,25 @@ def _tasks(model: RankModel, strings: StringIds, rows: Rows, next_connection: in
             continue
         connection = next_connection + task_id
         kind = strings(task_type)
-        rows["TASK"].append((start, end, model.rank, connection, task_id, model.pid, kind, None, stream, task_id, model_id))
-        rows["COMPUTE_TASK_INFO"].append(
+        task_rows.append((start, end, model.rank, connection, task_id, model.pid, kind, None, stream, task_id, model_id))
+        info_rows.append(
             (strings(name), task_id, None, None, kind, strings(op_type), na, na, na, na, na, na, na, static, na)
         )
         task_api.append((start, end, API_TYPES["node"], tid, connection, strings(op_type)))
     return len(tasks)
 
 
-def _data_input(model: RankModel, strings: StringIds, rows: Rows, first_id: int, next_connection: int) -> None:
+def _data_input(model: RankModel, strings: StringIds, rows: Tables, first_id: int, next_connection: int) -> None:
     """One ``MEMCPY_ASYNC`` task per iteration's GetNext span: the input batch handed to the step."""
     kind = strings(MEMCPY_TASK_TYPE)
     model_ids, start, end = (model.steps[c].to_numpy(dtype="float64") for c in (cst.MODEL_ID, GETNEXT_START_US, GETNEXT_END_US))
     with np.errstate(invalid="ignore"):
         known = ~(np.isnan(start) | np.isnan(end)) & (end >= start)
     count = int(known.sum())
-    task_ids = range(first_id, first_id + count)
-    rows["TASK"] = chain(rows["TASK"], zip(
-        column_items(_ns(start[known])), column_items(_ns(end[known])), repeat(model.rank),
-        range(next_connection, next_connection + count), task_ids, repeat(model.pid), repeat(kind), repeat(None), repeat(None),
-        task_ids, column_items(model_ids[known].astype(np.int64))))
+    task_ids = np.arange(first_id, first_id + count, dtype=np.int64)
+    rows["TASK"].append(ColumnPart(count, [
+        _ns(start[known]), _ns(end[known]), Same(model.rank), np.arange(next_connection, next_connection + count, dtype=np.int64),
+        task_ids, Same(model.pid), Same(kind), Same(None), Same(None), task_ids, model_ids[known].astype(np.int64)]))
 
 
 def _meta(model: RankModel) -> list[tuple[str, str]]:
@@ -159,26 +163,27 @@ def _meta(model: RankModel) -> list[tuple[str, str]]:
     return meta
 
 
-def profiler_db_rows(model: RankModel) -> Rows:
-    """Every table's rows for one rank (tables without rows are created empty)."""
+def profiler_db_rows(model: RankModel) -> Tables:
+    """Every table's rows for one rank, as parts in order (tables without rows are created empty)."""
     strings = StringIds()
-    rows: Rows = {table: [] for table in PROFILER_TABLES}
-    rows["CANN_API"] = []  # a list of row sources, communication's first, then the tasks'
+    rows: Tables = {table: [] for table in PROFILER_TABLES}
     _steps(model, strings, rows)
     next_connection = _communication(model, strings, rows, 0)
     n_tasks = _tasks(model, strings, rows, next_connection)
     _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
+    mstx_events.add_marker_rows(model, strings, rows)  # MSTX_EVENTS, only for a rank with mstx ranges
     start_ns, end_ns = model.time_range_ns()
-    rows["SESSION_TIME_INFO"] = [(start_ns, end_ns)]
-    rows["NPU_INFO"] = [(model.rank, model.device_kind)]
-    rows["HOST_INFO"] = [(host_uid(model.host), model.host)]
-    rows["RANK_DEVICE_MAP"] = [(model.rank, model.rank)]
-    rows["META_DATA"] = _meta(model)
-    rows["ENUM_API_TYPE"] = [(i, name) for name, i in API_TYPES.items()]
-    rows["CANN_API"] = chain.from_iterable(rows["CANN_API"])
-    rows["STRING_IDS"] = strings.rows()
+    rows["SESSION_TIME_INFO"] = [[(start_ns, end_ns)]]
+    rows["NPU_INFO"] = [[(model.rank, model.device_kind)]]
+    rows["HOST_INFO"] = [[(host_uid(model.host), model.host)]]
+    rows["RANK_DEVICE_MAP"] = [[(model.rank, model.rank)]]
+    rows["META_DATA"] = [_meta(model)]
+    rows["ENUM_API_TYPE"] = [[(i, name) for name, i in API_TYPES.items()]]
+    rows["STRING_IDS"] = strings.table
     return rows
 
 
 def write_profiler_db(model: RankModel, path: Path) -> None:
-    write_database(path, PROFILER_TABLES, profiler_db_rows(model))
+    rows = profiler_db_rows(model)
+    tables = {**PROFILER_TABLES, mstx_events.TABLE: mstx_events.COLUMNS} if mstx_events.TABLE in rows else PROFILER_TABLES
+    write_database(path, tables, rows)

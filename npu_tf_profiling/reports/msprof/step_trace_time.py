@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from npu_tf_profiling.reports.column_csv import write_int_csv
+from npu_tf_profiling.reports.encoders.csv_file import write_int_csv
 
 from npu_tf_profiling.reports.cluster import step_table as cst
 

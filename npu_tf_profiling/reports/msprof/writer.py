@@ -51,17 +51,23 @@ def long_rank_note(model: RankModel, folder: Path) -> str:
             f"databases, and the reports' step_trace_<ts>.csv/.json hold the same steps")
 
 
-def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
+BOTH_EXPORTS = frozenset(("text", "db"))
+
+
+def write_rank_folder(model: RankModel, folder: Path, exports: frozenset[str] = BOTH_EXPORTS) -> list[Path]:
     """Write one rank's folder; returns the written files (a stale kernel_details.csv is removed).
 
     The folder's name is predictable and it sits in the user's output folder, so it
     is made (or checked to be a real folder, not a planted link) before anything goes in.
     A long rank (``is_long``) gets the database files msprof-analyze reads, not the
-    text-only copies of them.
+    text-only copies of them. ``exports`` (the ``export_type`` option) leaves out the
+    text files or the databases; ``profiler_info_<rank>.json`` and
+    ``profiler_metadata.json`` are always written: both modes of msprof-analyze
+    find the rank by them. A file left out is removed, so a rewrite leaves no stale one.
     """
     own_files.make_dir(folder)
     out = names.profiler_output_dir(folder)
-    text_copies = not is_long(model)
+    text_copies = "text" in exports and not is_long(model)
     has_tasks = model.tasks is not None and len(model.tasks) > 0
     # Each text is built when its turn comes, so only one file's text is in memory at a time.
     texts: list[tuple[Path, Optional[Callable[[], Optional[str]]]]] = [
@@ -74,6 +80,8 @@ def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
     ]
     if not text_copies:
         texts = [(path, None if path.name in TEXT_COPIES else build) for path, build in texts]
+    if "text" not in exports:
+        texts = [(path, None if path.name == names.KERNEL_DETAILS_CSV else build) for path, build in texts]
     written = []
     if text_copies:
         step_trace_time.write_step_trace_time_csv(model.steps, out / names.STEP_TRACE_TIME_CSV)
@@ -88,6 +96,9 @@ def write_rank_folder(model: RankModel, folder: Path) -> list[Path]:
         atomic_write_text(path, text)
         written.append(path)
     for path, write in ((out / names.profiler_db_name(model.rank), write_profiler_db), (out / names.ANALYSIS_DB, write_analysis_db)):
+        if "db" not in exports:
+            own_files.remove(path)
+            continue
         write(model, path)
         written.append(path)
     return written
@@ -99,8 +110,10 @@ def rank_model_of(data: ProfData, device: raw_mod.DeviceRaw) -> RankModel:
     return build_rank_model(device.device_id, data.prof_dir, device.info, device_table(data.table, device.device_id), tasks)
 
 
-def write_prof_dir_layouts(data: ProfData, notes: Optional[list[str]] = None) -> list[Path]:
+def write_prof_dir_layouts(data: ProfData, notes: Optional[list[str]] = None, exports: frozenset[str] = BOTH_EXPORTS) -> list[Path]:
     """Write the rank folder of every device of ``data`` that has iteration records; returns the folders.
+
+    ``exports``: the ``export_type`` option, as ``write_rank_folder`` takes it.
 
     A line for the user goes to ``notes`` for each long rank (what was left out, and why).
     """
@@ -110,10 +123,13 @@ def write_prof_dir_layouts(data: ProfData, notes: Optional[list[str]] = None) ->
             continue
         model = rank_model_of(data, device)
         folder = names.rank_folder(data.prof_dir, model.host, model.rank)
-        write_rank_folder(model, folder)
+        write_rank_folder(model, folder, exports)
         folders.append(folder)
         if notes is not None and is_long(model):
-            notes.append(long_rank_note(model, folder))
+            notes.append(long_rank_note(model, folder) if "db" in exports else
+                         f"rank {model.rank}: {len(model.steps)} iterations: {folder} holds only the rank's profiler_info: "
+                         f"over {TEXT_LAYOUT_MAX_EVENTS} events the text copies are left out (msprof-analyze reads the "
+                         f"databases), and export_type text leaves out the databases")
     return folders
 
 

@@ -13,6 +13,13 @@ overlaps that iteration's Data Aug Bound window. So each gap is split into:
 * **host**: the rest (the script's Python between the runs; for a feed_dict
   script, that is where its batch is made).
 
+The shares are means (Σ part / Σ Iteration Time), and one long gap can carry
+a mean: a 52.7 ms validation among 58 short gaps made "other runs" 39% of a
+loop where no other gap held any. So the split also says which cause is the
+largest in most gaps (``typical``: what the median gap is), and lists apart the
+gaps longer than LONG_GAP_FACTOR times the median one (``long_gaps``: iteration,
+duration, what they held); a "mostly X" sentence must hold for both.
+
 A folder whose info.json lacks ``other_runs_recorded`` is from an earlier
 version: nothing is split (``load_other_runs`` gives None).
 """
@@ -26,19 +33,28 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns, read_other_runs
+from npu_tf_profiling.raw_format.other_runs import INPUT_READS, RETRACE, OtherRuns, read_other_runs
 from npu_tf_profiling.reports.step import table as st
 
 INPUT = "input"
 OTHER = "other runs"
 HOST = "host"
+# A gap this many times the median Data Aug Bound is listed apart: a validation pass, a checkpoint, a retrace
+# (a steady loop's gaps vary by well under 2x; the issue's validation gap was 30x the median).
+LONG_GAP_FACTOR = 5.0
+MAX_LONG_GAPS = 5  # listed by duration; the rest are counted
 
 
 def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRuns]:
-    """The device folder's other runs; None when its runtime did not record them."""
+    """The device folder's other runs; None when its runtime did not record them.
+
+    A retrace's line is the step's own call, not a run between iterations: its iteration is named and left out
+    of the statistics apart (``retraces``), so it is not split here."""
     if not info.get(layout.K_OTHER_RUNS_RECORDED):
         return None
-    return read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
+    runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
+    keep = np.array([kind != RETRACE for kind in runs.kinds], dtype=bool)
+    return OtherRuns(runs.starts[keep], runs.ends[keep], [k for k in runs.kinds if k != RETRACE], runs.skipped, runs.retraces)
 
 
 def _f(series: pd.Series) -> np.ndarray:
@@ -123,13 +139,42 @@ def summarize_split(rows: pd.DataFrame, runs: OtherRuns) -> Optional[dict[str, A
     host_us = np.clip(dab - input_us - other_us, 0, None)
     kinds = {kind: {"count": int(np.where(mask, count, 0).sum()), "time_us": round(_sum(time, mask), 1)}
              for kind, (time, count) in split.by_kind.items()}
+    parts = np.column_stack([input_us if has_input else np.zeros(len(rows)), other_us, host_us])[mask]
+    median_gap = float(np.median(dab[mask]))
     return {
         "data_aug_bound_share": _sum(dab, mask) / total,
         "input_share": _sum(input_us, mask) / total if has_input else None,
         "other_share": _sum(other_us, mask) / total,
         "host_share": _sum(host_us, mask) / total,
         "other_runs": {kind: value for kind, value in kinds.items() if value["count"]},
+        "median_gap_us": round(median_gap, 1),
+        "typical": _typical(parts),
+        "long_gaps": _long_gaps(rows, split, dab, input_us if has_input else None, mask, median_gap),
     }
+
+
+def _typical(parts: np.ndarray) -> str:
+    """The cause that is the largest part of the most gaps (``parts``: per gap, input, other runs, host):
+    what the median gap is mostly."""
+    largest = np.argmax(parts, axis=1)
+    return (INPUT, OTHER, HOST)[int(np.argmax(np.bincount(largest, minlength=3)))]
+
+
+def _long_gaps(rows: pd.DataFrame, split: RowSplit, dab: np.ndarray, input_us: Optional[np.ndarray], mask: np.ndarray,
+               median_gap: float) -> dict[str, Any]:
+    """The gaps over LONG_GAP_FACTOR times the median, longest first: iteration, duration and what each held."""
+    long = np.flatnonzero(mask & (dab > LONG_GAP_FACTOR * max(median_gap, 0.0)))
+    long = long[np.argsort(-dab[long], kind="stable")]
+    ids = rows[st.ITERATION_ID_COL].to_numpy()
+    listed = []
+    for i in long[:MAX_LONG_GAPS]:
+        held = [f"{kind} {int(count[i])} run(s), {time[i]:,.0f} us" for kind, (time, count) in split.by_kind.items()
+                if count[i] > 0 and np.isfinite(time[i])]
+        if input_us is not None and input_us[i] > 0.5 * dab[i]:
+            held.insert(0, f"input {input_us[i]:,.0f} us")
+        listed.append({"iteration": int(ids[i]), "duration_us": round(float(dab[i]), 1),
+                       "cause": "; ".join(held) or "no other run recorded: host"})
+    return {"factor": LONG_GAP_FACTOR, "count": int(len(long)), "listed": listed}
 
 
 def row_causes(rows: pd.DataFrame, runs: Optional[OtherRuns]) -> list[str]:

@@ -10,7 +10,9 @@ cannot read without that file, so the summary states them:
   ``trace_points_fallback: {"fp_point": {"asked", "used", "reason"}, ...}``;
 * FP Start (or BP End) N/A on every iteration, e.g. a user-given fp_point that
   never runs in the training step (an initializer): the point's warning says
-  why, and the fix is the automatic point.
+  why, and the fix is the automatic point;
+* an Iteration End the runtime's self-check found early against the calls' host
+  returns (``iteration_end_check``, runtime/end_check.py).
 
 info.json is written by another process (or an older version), so every
 field is read defensively: anything missing or malformed just says less.
@@ -84,4 +86,7 @@ def point_notes(info: Mapping[str, Any], model_id: int, fp_measured: bool, bp_me
     for option, measured in (("fp_point", fp_measured), ("bp_point", bp_measured)):
         if not measured and option not in records and entry:
             notes.append(all_na_note(option, entry, _text(options.get(option)) or ""))
+    check = entry.get(layout.K_ITERATION_END_CHECK)
+    if isinstance(check, Mapping) and _text(check.get("note")):
+        notes.append(check["note"])
     return notes

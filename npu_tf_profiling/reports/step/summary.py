@@ -14,6 +14,9 @@ Numbers come from the step-trace table (so they match the CSV):
 * input time is GetNext Time when the graph has a GetNext, else Data Aug Bound
   (feed_dict input, or no GetNext probe), and the verdict uses XProf's
   thresholds: ≥ 20% of step time is highly input-bound, ≥ 5% moderately;
+* an iteration whose call retraced its step (a new input signature: a loop's
+  partial last batch) is left out like warm-up, and named with its function,
+  signature and seconds (``retraces``);
 * task-traced iterations (FULL_TRACE) and the iteration after each are left
   out of every statistic, and counted (``reports.task.traced`` says why):
   they measure the profiler. Only when nothing else is left are they used,
@@ -37,9 +40,13 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
+from npu_tf_profiling.reports.step import host_time
+from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
+from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.reports.step.between import load_other_runs, summarize_split
+from npu_tf_profiling.reports.step.between import OTHER, load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
+from npu_tf_profiling.reports.host.notes import model_notes as host_model_notes
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 
 HIGHLY_INPUT_BOUND = "highly input-bound"
@@ -101,6 +108,13 @@ class ModelSummary:
     tracer: str = "FULL_TRACE"
     # Data Aug Bound split by cause (``between.summarize_split``); None when the runtime did not record other runs.
     between: Optional[dict[str, Any]] = None
+    # The iterations whose call retraced the step, left out like warm-up: {"iteration": id, "retrace": words}.
+    retraces: list[dict[str, Any]] = field(default_factory=list)
+    # with_stack / gc_detect_threshold (``host_time.stack_summary`` / ``gc_summary``); None when not asked for.
+    host_stacks: Optional[dict[str, Any]] = None
+    gc_pauses: Optional[dict[str, Any]] = None
+    # What the host side recorded (host_sys / profile_memory / mstx, ``reports.host.notes``): one line each.
+    host_notes: list[str] = field(default_factory=list)
 
     def render_lines(self) -> list[str]:
         """The statistics, the verdict and the notes, one line each (the summary's text and the view show them)."""
@@ -114,8 +128,14 @@ class ModelSummary:
         measure = f" ({self.input_measure})" if self.input_measure else ""
         lines.append(f"Input: {_pct(self.input_share)} of step time{measure} -> {self.verdict}")
         if self.between is not None:
-            lines.append(_between_line(self.between))
+            lines.append(_between_line(self.between, host_time.host_clause(self.host_stacks)))
+            lines.extend(filter(None, [_long_gaps_line(self.between)]))
+        lines.extend(host_time.render_lines(self.host_stacks, self.gc_pauses, (self.between or {}).get("host_share")))
+        if self.retraces:
+            lines.append("Retraced, left out of the statistics like warm-up: "
+                         + "; ".join(f"Iteration ID {r['iteration']}: {r['retrace']}" for r in self.retraces))
         lines.extend(f"Note: {note}" for note in self.point_notes)
+        lines.extend(f"Host: {note}" for note in self.host_notes)
         return lines
 
 
@@ -126,11 +146,12 @@ class ProfSummary:
     prof_dir: Path
     models: list[ModelSummary]
     skipped_lines: int = 0
+    anomalies: list[dict[str, Any]] = field(default_factory=list)  # anomaly_capture's (reports.anomalies)
     top_advice: Optional[str] = None  # `advise`'s best finding, one line (``reports.advise.engine``)
 
     def to_dict(self) -> dict[str, Any]:
         return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models],
-                "top_advice": self.top_advice}
+                ANOMALIES_KEY: self.anomalies, "top_advice": self.top_advice}
 
     def render_text(self) -> str:
         lines = [str(self.prof_dir)]
@@ -142,6 +163,8 @@ class ProfSummary:
             lines.extend("    " + line for line in m.render_lines())
         if self.top_advice:
             lines.append(f"  {self.top_advice}")
+        for entry in self.anomalies:
+            lines.extend("  " + line for line in render_anomaly(entry))
         return "\n".join(lines) + "\n"
 
 
@@ -156,7 +179,7 @@ def _task_trace_note(m: ModelSummary) -> Optional[str]:
             f"which slows them, and {after} right after one, whose Data Aug Bound holds the writing of the trace")
 
 
-def _between_line(split: dict[str, Any]) -> str:
+def _between_line(split: dict[str, Any], host_detail: str = "") -> str:
     """Data Aug Bound by cause, and which cause fills it when it is not input."""
     runs = dict(split["other_runs"])
     reads = runs.pop(INPUT_READS, None)
@@ -165,14 +188,30 @@ def _between_line(split: dict[str, Any]) -> str:
         return ", ".join(f"{kind} {value['count']} run(s), {_us(value['time_us'])}"
                          for kind, value in sorted(items.items(), key=lambda item: -item[1]["time_us"]))
 
-    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}): "
+    line = (f"Between iterations (Data Aug Bound {_pct(split['data_aug_bound_share'])}; mean shares of step time): "
             f"input {_pct(split['input_share'])}{f' ({named({INPUT_READS: reads})})' if reads else ''}, "
-            f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}")
+            f"other runs {_pct(split['other_share'])}{f' ({named(runs)})' if runs else ''}, host {_pct(split['host_share'])}{host_detail}")
     input_share = split["input_share"] or 0.0
+    typical = split.get("typical")
     if runs and split["other_share"] >= MODERATE_THRESHOLD and split["other_share"] > max(input_share, split["host_share"]):
-        top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
-        line += f" -> the time between iterations is mostly {top} runs, not input"
+        if typical in (None, OTHER):  # the mean and the median gap agree (an earlier summary's JSON has no typical)
+            top = max(runs.items(), key=lambda item: item[1]["time_us"])[0]
+            line += f" -> the time between iterations is mostly {top} runs, not input"
+        else:
+            line += (f" -> the mean's other runs are in a few long gaps (below); the median gap "
+                     f"({_us(split['median_gap_us'])}) is mostly {typical}")
     return line
+
+
+def _long_gaps_line(split: dict[str, Any]) -> Optional[str]:
+    """The gaps listed apart (``between.long_gaps``), or None when there are none."""
+    gaps = split.get("long_gaps") or {}
+    if not gaps.get("count"):
+        return None
+    shown = "; ".join(f"Iteration ID {g['iteration']}: {_us(g['duration_us'])} ({g['cause']})" for g in gaps["listed"])
+    more = f"; and {gaps['count'] - len(gaps['listed'])} more" if gaps["count"] > len(gaps["listed"]) else ""
+    return (f"Long gaps ({gaps['count']} over {gaps['factor']:g}x the median Data Aug Bound, "
+            f"{_us(split['median_gap_us'])}): {shown}{more}")
 
 
 def _us(value: Optional[float]) -> str:
@@ -195,21 +234,30 @@ def _stat(value: Any) -> Optional[float]:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def annotated_frame(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None) -> pd.DataFrame:
+def annotated_frame(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                    retraced: Optional[np.ndarray] = None) -> pd.DataFrame:
     """The table's rows with what the statistics select on: ``_has_previous``, ``_reduce`` (summed
-    Reduce Duration), ``_traced`` and ``_disturbed`` (``ProfData.task_traced``; all False when None)."""
+    Reduce Duration), ``_traced`` and ``_disturbed`` (``ProfData.task_traced``; all False when None),
+    ``_retraced`` (``ProfData.retraced``: what retraced there, "" nothing)."""
     traced, disturbed = task_traced if task_traced is not None else (np.zeros(len(table), bool), np.zeros(len(table), bool))
     return table.frame.assign(
         _has_previous=table.has_previous.to_numpy(), _reduce=table.total_reduce().to_numpy(),
         _traced=traced, _disturbed=disturbed,
+        _retraced=retraced if retraced is not None else np.full(len(table), "", dtype=object),
     )
+
+
+def annotated(data: ProfData) -> pd.DataFrame:
+    """``annotated_frame`` of a read PROF folder, with its task-traced and retraced rows."""
+    return annotated_frame(data.table, data.task_traced, data.retraced)
 
 
 def basis_rows(rows: pd.DataFrame) -> tuple[str, pd.DataFrame, bool]:
     """The iterations one model's statistics use (rows of ``annotated_frame``): (basis, rows, task-traced included).
 
-    Timed, undisturbed, steady iterations; without a steady one, every timed
-    undisturbed one; when task_trace disturbed every timed iteration, those.
+    Timed, undisturbed, steady iterations (not a first one, none that retraced);
+    without a steady one, every timed undisturbed one; when task_trace disturbed
+    every timed iteration, those.
     """
     timed = rows[rows[st.ITERATION_TIME].notna()]
     undisturbed = timed[~timed["_disturbed"]]
@@ -217,16 +265,20 @@ def basis_rows(rows: pd.DataFrame) -> tuple[str, pd.DataFrame, bool]:
     if not included:
         timed = undisturbed
     steady = timed[timed["_has_previous"]]
+    if "_retraced" in steady.columns:
+        steady = steady[steady["_retraced"] == ""]
     return (BASIS_STEADY, steady, included) if not steady.empty else (BASIS_ALL, timed, included)
 
 
-def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None) -> list[ModelSummary]:
+def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                    retraced: Optional[np.ndarray] = None) -> list[ModelSummary]:
     """One ``ModelSummary`` per (device, model) of a step-trace table.
 
     ``task_traced``: per row, (task-traced, disturbed by task_trace), as
-    ``ProfData.task_traced`` gives; the disturbed rows are left out.
+    ``ProfData.task_traced`` gives; the disturbed rows are left out, and so are
+    the ``retraced`` ones (``ProfData.retraced``).
     """
-    frame = annotated_frame(table, task_traced)
+    frame = annotated_frame(table, task_traced, retraced)
     out: list[ModelSummary] = []
     for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
         basis, used, included = basis_rows(rows)
@@ -271,24 +323,35 @@ def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.nda
 
 
 def summarize_prof_data(data: ProfData) -> ProfSummary:
-    models = summarize_table(data.table, data.task_traced)
+    models = summarize_table(data.table, data.task_traced, data.retraced)
     infos = {d.device_id: d.info for d in data.devices}
     dirs = {d.device_id: d.device_dir for d in data.devices}
-    frame = annotated_frame(data.table, data.task_traced) if models else None
+    frame = annotated(data) if models else None
     for m in models:
         info = infos.get(m.device_id, {})
         m.point_notes = point_notes(info, m.model_id, m.fp_measured, m.bp_measured)
         if "function" in (info.get("models") or {}).get(str(m.model_id), {}):
             m.tracer = "tf.profiler"
         runs = load_other_runs(dirs[m.device_id], info) if m.device_id in dirs else None
-        if runs is not None and frame is not None:
-            rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
-            _apply_split(m, summarize_split(basis_rows(rows)[1], runs))
-    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines)
+        rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)] if frame is not None else None
+        if rows is not None:
+            m.retraces = [{"iteration": int(i), "retrace": words}
+                          for i, words in zip(rows[st.ITERATION_ID_COL], rows["_retraced"]) if words]
+        if runs is not None and rows is not None:
+            model_info = (info.get("models") or {}).get(str(m.model_id), {})
+            _apply_split(m, summarize_split(basis_rows(rows)[1], runs), model_info.get("feeds"))
+        if m.device_id in dirs and frame is not None:
+            _apply_host_time(m, dirs[m.device_id], info, frame, runs)
+        if m.device_id in dirs:
+            m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
+    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines, anomalies=anomalies_of(data))
 
 
-def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
-    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring)."""
+def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Optional[dict[str, Any]] = None) -> None:
+    """Record the split; without GetNext timing, the verdict's input is the split's (see the module docstring).
+
+    `feeds` (info.json, ``runtime.session.fed_arrays``): a script that feeds the same values every
+    iteration reads no input between them, so its host time is not input and the verdict says so."""
     if split is None:
         return
     m.between = split
@@ -297,11 +360,28 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]]) -> None:
     if split["input_share"] is not None:
         m.input_share, m.input_measure = split["input_share"], "the session runs that fetch the input batch"
         m.verdict = input_bound_verdict(m.input_share)
+    elif isinstance(feeds, dict) and feeds.get("same_each_iteration"):
+        m.input_share = 0.0
+        m.input_measure = (f"no input pipeline: every iteration feeds the same {feeds.get('values')} value(s), "
+                           f"so the host time between iterations is not input")
+        m.verdict = NOT_INPUT_BOUND
     else:  # feed_dict: the batch is made on the host, so host time bounds input from above, and the verdict says so
         m.input_share = split["host_share"]
         m.input_measure = "host time between iterations, less the other runs (no GetNext timing: an upper bound)"
         verdict = input_bound_verdict(m.input_share)
         m.verdict = verdict if verdict in (NOT_INPUT_BOUND, UNKNOWN_INPUT_BOUND) else f"at most {verdict}"
+
+
+def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], frame: pd.DataFrame, runs: Any) -> None:
+    """The stacks and GC pauses the run was asked to record, against this model's statistics rows."""
+    stacks, pauses = host_time.load_stacks(device_dir, info), host_time.load_gc(device_dir, info)
+    if stacks is None and pauses is None:
+        return
+    rows = basis_rows(frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)])[1]
+    if stacks is not None:
+        m.host_stacks = host_time.stack_summary(stacks, rows, runs)
+    if pauses is not None:
+        m.gc_pauses = host_time.gc_summary(pauses, rows, host_time.options_of(info).get("gc_detect_threshold"))
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.reports.column_csv import int_column, write_int_csv
+from npu_tf_profiling.reports.encoders.csv_file import int_column, write_int_csv
 from npu_tf_profiling.reports.step.records import ITERATION_ID, pair_array, pair_counts
 
 NA = "N/A"

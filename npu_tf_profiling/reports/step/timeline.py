@@ -39,7 +39,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from npu_tf_profiling.reports import chrome_trace, trace_slices
-from npu_tf_profiling.reports.column_csv import column_texts, int_column
+from npu_tf_profiling.reports.encoders.csv_file import int_column
+from npu_tf_profiling.reports.encoders.text_columns import column_texts
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.errors import RawDataWarning
 

@@ -150,106 +150,28 @@ def build_task_table(
 
     ``graph_ops`` maps model id -> {op name: op type}; ``iteration_times`` has
     columns model_id, iteration_id, iteration_time_us (the step trace's
-    Iteration Time) and is used for op_summary's Ratio.
+    Iteration Time) and is used for op_summary's Ratio. The steps, each its
+    own function: which nodes are tasks, their op types, their task types,
+    their tracks, then the rows in report order.
     """
-    graph_ops = graph_ops or {}
     records = trace.records.copy()
     ids, ends, unmatched = _iteration_ids(records, training)
     records["iteration_id"] = ids
     records["iteration_end_us"] = ends
-
-    names = trace.names
-    n_names = len(names)
     skipped: dict[str, int] = {}
-
-    # --- which nodes are tasks -------------------------------------------------------------
-    plumbing = np.fromiter((n.startswith(PLUMBING_PREFIX) for n in names), dtype=bool, count=n_names)
-    probes = np.fromiter((n.startswith(PROBE_PREFIX) for n in names), dtype=bool, count=n_names)
-    node_plumbing = plumbing[trace.name] if n_names else np.zeros(0, bool)
-    node_probe = probes[trace.name] if n_names else np.zeros(0, bool)
-    keep = ~(node_plumbing | node_probe)
-    skipped[SKIP_PLUMBING] = int(node_plumbing.sum())
-    skipped[SKIP_PROBES] = int(node_probe.sum())
-    stream_all = [i for i, d in enumerate(trace.devices) if d.endswith("/stream:all")]
-    if stream_all:
-        # Drop a record's stream:all device only when that record also has per-stream devices of the same GPU.
-        per_stream = np.array([bool(STREAM_DEVICE.search(d)) and not d.endswith("/stream:all") for d in trace.devices])
-        gpu_of = [d.rsplit("/stream:", 1)[0] if "/stream:" in d else d for d in trace.devices]
-        pairs = pd.DataFrame({"record": trace.record, "device": trace.device}).drop_duplicates()
-        pairs["gpu"] = [gpu_of[d] for d in pairs["device"]]
-        pairs["per_stream"] = per_stream[pairs["device"].to_numpy()]
-        has_streams = set(map(tuple, pairs.loc[pairs["per_stream"], ["record", "gpu"]].to_numpy().tolist()))
-        drop_pairs = {
-            (int(r), int(d)) for r, d, g in pairs[["record", "device", "gpu"]].itertuples(index=False)
-            if int(d) in stream_all and (r, g) in has_streams
-        }
-        if drop_pairs:
-            key = trace.record.astype(np.int64) * len(trace.devices) + trace.device
-            drop_keys = np.array([r * len(trace.devices) + d for r, d in drop_pairs], dtype=np.int64)
-            dropped = np.isin(key, drop_keys) & keep
-            skipped[SKIP_STREAM_ALL] = int(dropped.sum())
-            keep &= ~dropped
-
-    idx = np.flatnonzero(keep)
-    rec = trace.record[idx]
-    dev = trace.device[idx]
-    name = trace.name[idx]
-    thread = trace.thread[idx]
-    start = trace.start_ns[idx]
-    end = trace.end_ns[idx]
+    idx = np.flatnonzero(_task_nodes(trace, skipped))
     rec_model = records[layout.K_MODEL_ID].to_numpy(dtype=np.int64)
-    model = rec_model[rec] if len(rec_model) else np.zeros(0, np.int64)
-
-    # --- op types: graph_ops per model, else the label, else "unknown" --------------------------
-    type_codes: dict[str, int] = {}
-    op_type = np.zeros(len(idx), dtype=np.int32)
-    for model_id in np.unique(model):
-        in_model = model == model_id
-        ops = graph_ops.get(int(model_id), {})
-        used = np.unique(name[in_model])
-        table = np.zeros(n_names, dtype=np.int32)
-        for code in used.tolist():
-            t = ops.get(names[code]) or trace.label_type(code) or UNKNOWN_OP_TYPE
-            table[code] = type_codes.setdefault(t, len(type_codes))
-        op_type[in_model] = table[name[in_model]]
-    op_types = [""] * len(type_codes)
-    for t, code in type_codes.items():
-        op_types[code] = t
-
-    # --- task types ------------------------------------------------------------------------------
-    dev_gpu = np.array([is_gpu_device(d) for d in trace.devices], dtype=bool)
-    type_comm = np.array([is_communication_type(t) for t in op_types], dtype=bool)
-    rec_has_gpu = records["has_gpu"].to_numpy(dtype=bool)
-    task_type = np.full(len(idx), TASK_TYPES.index(TASK_CPU), dtype=np.int8)
-    if len(idx):
-        on_gpu = dev_gpu[dev]
-        host = ~on_gpu & rec_has_gpu[rec]
-        task_type[on_gpu] = TASK_TYPES.index(TASK_GPU)
-        task_type[host] = TASK_TYPES.index(TASK_HOST_CPU)
-        comm = type_comm[op_type] if len(op_types) else np.zeros(len(idx), bool)
-        task_type[comm] = TASK_TYPES.index(TASK_COMMUNICATION)
-        if not keep_host_cpu:
-            drop = task_type == TASK_TYPES.index(TASK_HOST_CPU)
-            if drop.any():
-                skipped[SKIP_HOST_CPU] = int(drop.sum())
-                sel = ~drop
-                rec, dev, name, thread, start, end, model, op_type, task_type = (
-                    a[sel] for a in (rec, dev, name, thread, start, end, model, op_type, task_type)
-                )
-
-    # --- tracks and stream ids ------------------------------------------------------------------
-    track_key = dev.astype(np.int64) * (1 << 32) + (thread & 0xFFFFFFFF)
-    uniq_keys, track = np.unique(track_key, return_inverse=True)
-    tracks: list[Track] = []
-    stream_of_track = np.zeros(len(uniq_keys), dtype=np.int64)
-    for i, key in enumerate(uniq_keys.tolist()):
-        dcode, tid = key >> 32, key & 0xFFFFFFFF
-        device = trace.devices[dcode]
-        match = STREAM_DEVICE.search(device)
-        is_stream = bool(match) or "/memcpy" in device
-        tracks.append(Track(device, tid, _track_label(device, tid, trace.thread_names, dcode, is_stream), is_stream))
-        stream_of_track[i] = int(match.group(1)) if match else tid
-    track = track.astype(np.int32)
+    nodes = _Nodes(trace.record[idx], trace.device[idx], trace.name[idx], trace.thread[idx], trace.start_ns[idx],
+                   trace.end_ns[idx], rec_model[trace.record[idx]] if len(rec_model) else np.zeros(0, np.int64))
+    op_type, op_types = _op_types(trace, nodes, graph_ops or {})
+    task_type = _task_types(trace, nodes, op_type, op_types, records["has_gpu"].to_numpy(dtype=bool))
+    if not keep_host_cpu:
+        drop = task_type == TASK_TYPES.index(TASK_HOST_CPU)
+        if drop.any():
+            skipped[SKIP_HOST_CPU] = int(drop.sum())
+            nodes, op_type, task_type = nodes.select(~drop), op_type[~drop], task_type[~drop]
+    tracks, track, stream_of_track = _tracks(trace, nodes)
+    rec, model, name, start, end = nodes.record, nodes.model, nodes.name, nodes.start, nodes.end
 
     # --- rows by Model ID, Iteration ID, start (then track), and Task Wait ---------------------
     n_rec = len(records)
@@ -281,11 +203,113 @@ def build_task_table(
     iterations = records[
         ["record", layout.K_MODEL_ID, layout.K_RUN, layout.K_STEP, "iteration_id", layout.K_RUN_START, layout.K_RUN_END,
          "iteration_end_us", "iteration_time_us", "n_tasks"]
-    ].rename(columns={layout.K_RUN_START: "run_start_us", layout.K_RUN_END: "run_end_us"})
+    ]
     return TaskTable(
-        device_id=device_id, frame=frame, iterations=iterations, names=list(names), op_types=op_types,
+        device_id=device_id, frame=frame, iterations=iterations, names=list(trace.names), op_types=op_types,
         tracks=tracks, skipped=skipped, unmatched_records=unmatched, skipped_records=len(trace.skipped),
     )
+
+
+@dataclass(frozen=True)
+class _Nodes:
+    """The task nodes' columns (one entry a node), in read order: record, device, name and thread codes, times, model."""
+
+    record: np.ndarray
+    device: np.ndarray
+    name: np.ndarray
+    thread: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    model: np.ndarray
+
+    def select(self, keep: np.ndarray) -> "_Nodes":
+        return _Nodes(*(column[keep] for column in (self.record, self.device, self.name, self.thread, self.start, self.end, self.model)))
+
+
+def _task_nodes(trace: TaskTrace, skipped: dict[str, int]) -> np.ndarray:
+    """Which nodes are tasks: not our plumbing or probes, and not a stream:all copy of per-stream records.
+
+    Counts what is left out in ``skipped``.
+    """
+    names = trace.names
+    n_names = len(names)
+    plumbing = np.fromiter((n.startswith(PLUMBING_PREFIX) for n in names), dtype=bool, count=n_names)
+    probes = np.fromiter((n.startswith(PROBE_PREFIX) for n in names), dtype=bool, count=n_names)
+    node_plumbing = plumbing[trace.name] if n_names else np.zeros(0, bool)
+    node_probe = probes[trace.name] if n_names else np.zeros(0, bool)
+    keep = ~(node_plumbing | node_probe)
+    skipped[SKIP_PLUMBING] = int(node_plumbing.sum())
+    skipped[SKIP_PROBES] = int(node_probe.sum())
+    stream_all = [i for i, d in enumerate(trace.devices) if d.endswith("/stream:all")]
+    if stream_all:
+        # Drop a record's stream:all device only when that record also has per-stream devices of the same GPU.
+        per_stream = np.array([bool(STREAM_DEVICE.search(d)) and not d.endswith("/stream:all") for d in trace.devices])
+        gpu_of = [d.rsplit("/stream:", 1)[0] if "/stream:" in d else d for d in trace.devices]
+        pairs = pd.DataFrame({"record": trace.record, "device": trace.device}).drop_duplicates()
+        pairs["gpu"] = [gpu_of[d] for d in pairs["device"]]
+        pairs["per_stream"] = per_stream[pairs["device"].to_numpy()]
+        has_streams = set(map(tuple, pairs.loc[pairs["per_stream"], ["record", "gpu"]].to_numpy().tolist()))
+        drop_pairs = {
+            (int(r), int(d)) for r, d, g in pairs[["record", "device", "gpu"]].itertuples(index=False)
+            if int(d) in stream_all and (r, g) in has_streams
+        }
+        if drop_pairs:
+            key = trace.record.astype(np.int64) * len(trace.devices) + trace.device
+            drop_keys = np.array([r * len(trace.devices) + d for r, d in drop_pairs], dtype=np.int64)
+            dropped = np.isin(key, drop_keys) & keep
+            skipped[SKIP_STREAM_ALL] = int(dropped.sum())
+            keep &= ~dropped
+    return keep
+
+
+def _op_types(trace: TaskTrace, nodes: _Nodes, graph_ops: dict[int, dict[str, str]]) -> tuple[np.ndarray, list[str]]:
+    """Each node's op type code, and the types: graph_ops per model, else the label, else "unknown"."""
+    type_codes: dict[str, int] = {}
+    op_type = np.zeros(len(nodes.name), dtype=np.int32)
+    for model_id in np.unique(nodes.model):
+        in_model = nodes.model == model_id
+        ops = graph_ops.get(int(model_id), {})
+        used = np.unique(nodes.name[in_model])
+        table = np.zeros(len(trace.names), dtype=np.int32)
+        for code in used.tolist():
+            t = ops.get(trace.names[code]) or trace.label_type(code) or UNKNOWN_OP_TYPE
+            table[code] = type_codes.setdefault(t, len(type_codes))
+        op_type[in_model] = table[nodes.name[in_model]]
+    op_types = [""] * len(type_codes)
+    for t, code in type_codes.items():
+        op_types[code] = t
+    return op_type, op_types
+
+
+def _task_types(trace: TaskTrace, nodes: _Nodes, op_type: np.ndarray, op_types: list[str], rec_has_gpu: np.ndarray) -> np.ndarray:
+    """Each node's task type (``TASK_TYPES`` index): GPU, host CPU of a GPU step, CPU, or communication."""
+    dev_gpu = np.array([is_gpu_device(d) for d in trace.devices], dtype=bool)
+    type_comm = np.array([is_communication_type(t) for t in op_types], dtype=bool)
+    task_type = np.full(len(nodes.name), TASK_TYPES.index(TASK_CPU), dtype=np.int8)
+    if len(nodes.name):
+        on_gpu = dev_gpu[nodes.device]
+        host = ~on_gpu & rec_has_gpu[nodes.record]
+        task_type[on_gpu] = TASK_TYPES.index(TASK_GPU)
+        task_type[host] = TASK_TYPES.index(TASK_HOST_CPU)
+        comm = type_comm[op_type] if len(op_types) else np.zeros(len(nodes.name), bool)
+        task_type[comm] = TASK_TYPES.index(TASK_COMMUNICATION)
+    return task_type
+
+
+def _tracks(trace: TaskTrace, nodes: _Nodes) -> tuple[list[Track], np.ndarray, np.ndarray]:
+    """The tracks (one per device and thread), each node's track, and each track's stream id."""
+    track_key = nodes.device.astype(np.int64) * (1 << 32) + (nodes.thread & 0xFFFFFFFF)
+    uniq_keys, track = np.unique(track_key, return_inverse=True)
+    tracks: list[Track] = []
+    stream_of_track = np.zeros(len(uniq_keys), dtype=np.int64)
+    for i, key in enumerate(uniq_keys.tolist()):
+        dcode, tid = key >> 32, key & 0xFFFFFFFF
+        device = trace.devices[dcode]
+        match = STREAM_DEVICE.search(device)
+        is_stream = bool(match) or "/memcpy" in device
+        tracks.append(Track(device, tid, _track_label(device, tid, trace.thread_names, dcode, is_stream), is_stream))
+        stream_of_track[i] = int(match.group(1)) if match else tid
+    return tracks, track.astype(np.int32), stream_of_track
 
 
 def _row_order(rec, start, track, rec_model, rec_iter, rec_index, n_tracks) -> np.ndarray:
@@ -336,9 +360,7 @@ def _iteration_times(records: pd.DataFrame, iteration_times: Optional[pd.DataFra
     if iteration_times is None or iteration_times.empty:
         return fallback
     table = iteration_times.drop_duplicates(["model_id", "iteration_id"], keep="last")
-    joined = records[[layout.K_MODEL_ID, "iteration_id"]].rename(columns={layout.K_MODEL_ID: "model_id"}).merge(
-        table, how="left", on=["model_id", "iteration_id"]
-    )
+    joined = records[[layout.K_MODEL_ID, "iteration_id"]].merge(table, how="left", on=[layout.K_MODEL_ID, "iteration_id"])
     values = joined["iteration_time_us"].to_numpy(dtype="float64", na_value=np.nan)
     return np.where(np.isnan(values), fallback, values)
 

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from npu_tf_profiling.reports.anomalies import render_anomaly
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.advise.engine import top_finding_line
 from npu_tf_profiling.reports.step import summary as sm
@@ -41,25 +42,28 @@ def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], headin
     advice = top_finding_line(data)  # `npu-tf-prof advise`'s best finding heads the folder's charts
     if advice:
         page.paragraph(advice)
-    frame = sm.annotated_frame(data.table, data.task_traced)
+    frame = sm.annotated(data)
     by_key = {(m.device_id, m.model_id): m for m in summary.models}
     devices = {d.device_id: d for d in data.devices}
     for (device_id, model_id), rows in frame.groupby([st.DEVICE_ID, st.MODEL_ID], sort=True):
         model = by_key[(int(device_id), int(model_id))]
         device = devices.get(int(device_id))
         runs = load_other_runs(device.device_dir, device.info) if device is not None else None
-        add_model(page, model, rows, row_causes(rows, runs))
+        anomalies = [a for a in summary.anomalies if (a.get("device_id"), a.get("model_id")) == (int(device_id), int(model_id))]
+        add_model(page, model, rows, row_causes(rows, runs), anomalies)
         table = tasks.get(int(device_id))
         if table is not None:
             add_top_ops(page, table, int(model_id))
 
 
-def add_model(page: Page, model: sm.ModelSummary, rows: Any, causes: Optional[list[str]] = None) -> None:
+def add_model(page: Page, model: sm.ModelSummary, rows: Any, causes: Optional[list[str]] = None,
+              anomalies: Optional[list[dict[str, Any]]] = None) -> None:
     """The charts and text of one model (``rows``: its ``summary.annotated_frame`` rows; ``causes``: per row,
-    the other runs its Data Aug Bound held, ``between.row_causes``)."""
+    the other runs its Data Aug Bound held, ``between.row_causes``; ``anomalies``: its anomaly_capture
+    anomalies, marked on the phases chart and listed as the summary lists them)."""
     page.heading(3, f"Device {model.device_id}, Model ID {model.model_id}: {model.iterations:,} iterations "
                     f"(Iteration ID {model.first_iteration_id}..{model.last_iteration_id})")
-    page.preformatted("\n".join(model.render_lines()))
+    page.preformatted("\n".join(model.render_lines() + [line for a in anomalies or [] for line in render_anomaly(a)]))
     values = ph.phase_values(rows)
     ids = rows[st.ITERATION_ID_COL].astype("int64").to_numpy()
     binning = ph.Binning.for_length(len(ids))
@@ -70,7 +74,7 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any, causes: Optional[li
     _, used, _ = sm.basis_rows(rows)
     reasons = _reasons(rows, causes or [""] * len(ids))
     y_max = _scale_for(page, ids, values[ph.ITERATION_TIME], ph.phase_values(used)[ph.ITERATION_TIME], reasons)
-    page.chart(phases_figure(ids, values, binning, y_max))
+    page.chart(phases_figure(ids, values, binning, y_max, anomalies or []))
     basis = "steady iterations" if model.basis == sm.BASIS_STEADY else "all timed iterations"
     dist = ph.distribution(ph.phase_values(used)[ph.ITERATION_TIME])
     if dist is not None:
@@ -81,15 +85,15 @@ def add_model(page: Page, model: sm.ModelSummary, rows: Any, causes: Optional[li
 
 
 def _reasons(rows: Any, causes: list[str]) -> list[str]:
-    """Per row, why it may run long: the other runs in its gap (a validation pass), its first-iteration
-    set-up, or task_trace; "" when nothing recorded says."""
+    """Per row, why it may run long: a retrace of its step, the other runs in its gap (a validation pass),
+    its first-iteration set-up, or task_trace; "" when nothing recorded says."""
     first = ~rows["_has_previous"].to_numpy()
-    traced, disturbed = rows["_traced"].to_numpy(), rows["_disturbed"].to_numpy()
+    traced, disturbed, retraced = rows["_traced"].to_numpy(), rows["_disturbed"].to_numpy(), rows["_retraced"].to_numpy()
     reasons = []
     for i, cause in enumerate(causes):
         extra = ("the first iteration's set-up" if first[i] else "task-traced" if traced[i]
                  else "right after a task-traced one" if disturbed[i] else "")
-        reasons.append("; ".join(part for part in (cause, extra) if part))
+        reasons.append("; ".join(part for part in (retraced[i], cause, extra) if part))
     return reasons
 
 
@@ -113,8 +117,9 @@ def _scale_for(page: Page, ids: np.ndarray, times: np.ndarray, basis_times: np.n
 
 
 def phases_figure(ids: np.ndarray, values: dict[str, np.ndarray], binning: ph.Binning,
-                  y_max: Optional[float] = None) -> dict[str, Any]:
-    """The phases stacked over Iteration ID, with the Iteration Time line on top (cut at `y_max` when given)."""
+                  y_max: Optional[float] = None, anomalies: Optional[list[dict[str, Any]]] = None) -> dict[str, Any]:
+    """The phases stacked over Iteration ID, with the Iteration Time line on top (cut at `y_max` when given),
+    and each anomaly's slow iterations shaded (`anomalies`: ``reports.anomalies`` entries)."""
     x = binning.first(ids)
     data: list[dict[str, Any]] = []
     for label, part in ph.segments(values).items():
@@ -128,11 +133,27 @@ def phases_figure(ids: np.ndarray, values: dict[str, np.ndarray], binning: ph.Bi
         data.append({"type": "scatter", "mode": "lines", "name": "slowest in bin", "x": x,
                      "y": _rounded(binning.max(values[ph.ITERATION_TIME])), "line": {"width": 1, "dash": "dot", "color": "#888"}})
     title = "Phases of each iteration" + (f" (means of {binning.size} iterations)" if binning.binned else "")
-    return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "Iteration ID"}},
+    marks = anomaly_marks(anomalies or [])
+    return {"data": data, "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "Iteration ID"}}, **marks,
                                      "yaxis": {"title": {"text": US}, "rangemode": "tozero",
                                                **({"range": [0, y_max]} if y_max is not None else {})},
                                      "hovermode": "x unified",
                                      "legend": {"orientation": "h", "y": -0.2}}}
+
+
+def anomaly_marks(anomalies: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Plotly shapes and labels shading each anomaly's first..last slow iteration (the captured ones named)."""
+    shapes, annotations = [], []
+    for a in anomalies:
+        first, last = a.get("first_slow"), a.get("last_slow")
+        if not isinstance(first, int) or not isinstance(last, int):
+            continue
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": first - 0.5, "x1": last + 0.5, "y0": 0, "y1": 1,
+                       "fillcolor": COLORS[ph.REDUCE], "opacity": 0.15, "line": {"width": 0}})
+        label = "anomaly" + (", captured" if a.get("captured") else "") + ("" if a.get("persisted", True) else ", a spike")
+        annotations.append({"x": first, "y": 1, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                            "text": text(label), "font": {"size": 10, "color": COLORS[ph.REDUCE]}})
+    return {"shapes": shapes, "annotations": annotations} if shapes else {}
 
 
 def distribution_figure(dist: ph.Distribution, basis: str) -> dict[str, Any]:

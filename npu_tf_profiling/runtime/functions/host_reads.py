@@ -18,7 +18,8 @@ alone, and that kind of iterator or call gives no host reads):
 `OwnedIterator._next_internal` (``next()`` and ``get_next()`` of
 ``iter(dataset)``), `DistributedIterator.get_next` (a strategy's distributed
 dataset; its replicas' reads nest inside its span) and `Function.__call__`
-(which also tells `profiler_capture` when a step's call starts and ends, and `call_ends` when it returned).
+(which also tells `profiler_capture` when a step's call starts and ends, `call_ends` when it returned,
+and `retraces`, in its frame's `started`, when the call that traces a step began).
 Only eager reads count: the same methods run while a function is traced, and
 that is a graph's read, timed in the graph.
 """
@@ -165,6 +166,7 @@ def _claiming_call(original: Callable[..., Any], eager: Callable[[], bool],
     def claiming_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not eager():  # a call while a function is traced is a graph's
             return original(self, *args, **kwargs)
+        started = time.time()  # noqa: F841 - read from this frame by `retraces` when the call traces its step
         if _reads or _watched:
             _claim(self)
         token = CAPTURE.before(self)  # task_trace's window (profiler_capture)

@@ -90,7 +90,7 @@ class TaskCapture:
             return None
         run = self._calls[key] = self._calls.get(key, 0) + 1
         collection = entry[1].source.poll()
-        if self._window is None and (collection is None or not collection.task_trace):
+        if self._window is None and (collection is None or not collection.captures_tasks):
             return None
         with self._lock:
             wanted = collection is not None and collection.active and collection.wants(run)[1]

@@ -26,8 +26,10 @@ import numpy as np
 import tensorflow as tf
 
 from npu_tf_profiling.config.notices import warn_user
+from npu_tf_profiling.raw_format.layout import K_ITERATION_END_CHECK
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
+from npu_tf_profiling.runtime.end_check import EndCheck
 from npu_tf_profiling.runtime.functions.call_ends import SILENT_CALLS, CallEnds, stop_watching
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import HostBatches
@@ -77,6 +79,7 @@ class FunctionModel:
     # Its calls from Python (`call_ends`): after SILENT_CALLS with no row, `silent` holds why, and rows are timed at the calls.
     call_ends: CallEnds | None = None
     silent: str | None = None
+    end_check: EndCheck | None = None  # its rows' Iteration End against the calls' host returns, while sampling
     closed: bool = False
     _done: int = 0  # the last run number read
     _collection: Collection | None = None
@@ -84,6 +87,7 @@ class FunctionModel:
     _counter: Any = None
     _waits: dict[int, float] = field(default_factory=dict)  # run -> when first seen counted but not written
     _models: dict[int, ModelEntry] = field(default_factory=dict)
+    _runs: dict[int, Any] = field(default_factory=dict)  # the ProfilingRuns of `_models`, to update their info.json
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_trace(self, shape: RecordShape, row_width: int) -> None:
@@ -132,8 +136,8 @@ class FunctionModel:
         if progress == 0 and calls >= SILENT_CALLS and self.feeds is None and self._first_of_silent_models():
             self._fall_back_to_calls(calls)
             return
-        if progress and self.call_ends is not None and not self.call_ends.stopped:  # rows come: no more counting
-            stop_watching(self.call_ends)
+        if progress and self.call_ends is not None and not self.call_ends.stopped:  # rows come: the self-check's sample
+            self._sample_returns()
         # The batches of the rows read here are in the callers' rows; a reader writes its row before the
         # step it feeds runs, so after this step's progress was read, every batch of its rows up to it is there.
         for feeder in self.feeders:
@@ -163,6 +167,9 @@ class FunctionModel:
         for trace, rows in read:
             if len(rows):
                 self._record(trace.shape, rows)
+                if self.end_check is not None and not self.end_check.decided:
+                    self.end_check.add_rows(rows[:, 0], rows[:, -1] * 1e6)
+        self._end_checked()
         lost = len(keys) - int(found.sum()) + int(keys[0] - self._done - 1)
         self._done = progress
         if lost and collection is not None:
@@ -172,6 +179,30 @@ class FunctionModel:
             )
         if self.feeds is None:  # a feeder's calls are its step's iterations, counted there
             self.source.after_iteration(int(progress))
+
+    def _sample_returns(self) -> None:
+        """Its calls' host returns, for the self-check (`end_check`), until it has its sample: then (or when the
+        calls are not this step's alone: another recording of them has rows, or this one reads a batch for a
+        step) no more counting. A trace that never runs is no other recording: TensorFlow traces a step that
+        creates variables (an optimizer's slots) twice, and only the second runs."""
+        if self.feeds is not None or any(m is not self and m._done for m in self.call_ends.models):
+            stop_watching(self.call_ends)
+            return
+        if self.end_check is None:
+            self.end_check = EndCheck(self.name, str(self.trace_points.get("iteration_end")))
+        self.end_check.add_returns(self.call_ends.take())
+
+    def _end_checked(self) -> None:
+        """Once the self-check decided: no more counting, the result in info.json, and its warning once."""
+        check = self.end_check
+        if check is None or not check.decided or self.call_ends is None or self.call_ends.stopped:
+            return
+        stop_watching(self.call_ends)
+        self.trace_points = dict(self.trace_points, **{K_ITERATION_END_CHECK: check.result})
+        for key, entry in self._models.items():
+            self._runs[key].note_model(entry, K_ITERATION_END_CHECK, check.result)
+        if check.note is not None:
+            self.source.note(check.note)
 
     def _first_of_silent_models(self) -> bool:
         """Whether this is the first recording of the calls it watches, and none of them wrote a row (`call_ends`;
@@ -257,7 +288,9 @@ class FunctionModel:
         records["run"] = runs
         records["step"] = NO_STEP
         records["times"] = times
-        collection.run.record_trace_frame(encode_frame(self.entry_in(collection).model_id, shape, records))
+        model_id = self.entry_in(collection).model_id
+        collection.run.record_trace_frame(encode_frame(model_id, shape, records))
+        collection.recorded(model_id, shape, runs, times)
         collection.cycle_ended(runs)
 
     def _feed(self, shape: RecordShape, times: np.ndarray) -> None:
@@ -282,6 +315,7 @@ class FunctionModel:
                 entry[FALLBACK_KEY] = self.fallbacks
             # task_trace: the kernels' types are the profiler's own labels (profiler_capture), fused kernels as they ran;
             # an empty graph_ops file says so to the reports.
-            op_types: dict[str, str] | None = {} if collection.task_trace else None
+            op_types: dict[str, str] | None = {} if collection.may_capture_tasks else None
             model = self._models[id(collection.run)] = collection.run.register_model(self.key, entry, op_types)
+            self._runs[id(collection.run)] = collection.run
         return model

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from npu_tf_profiling.runtime.tf_private import BODY_FRAME, TRACE_FRAME, XLA_ATTRIBUTE
+from npu_tf_profiling.runtime.tf_private import BODY_FRAME, TRACE_FRAME, XLA_ATTRIBUTE, body_maker
 
 _TRACE_FRAME = TRACE_FRAME[1]
 _BODY_FRAME = BODY_FRAME[1]
@@ -67,8 +67,8 @@ def tracing_context(graph_name: str) -> TracingContext:
                 caller = caller or found
                 called, hooked = found, _hooked(frame)
         if code.co_name == _BODY_FRAME and kind is None and frame.f_back is not None:
-            maker = os.path.basename(frame.f_back.f_code.co_filename)
-            kind = WHILE_BODY if maker.startswith("while_v2") else BRANCH if maker.startswith("cond_v2") else OTHER
+            maker = body_maker(os.path.basename(frame.f_back.f_code.co_filename))
+            kind = WHILE_BODY if maker == "while_v2" else BRANCH if maker == "cond_v2" else OTHER
         elif code.co_name == _TRACE_FRAME:
             options = frame.f_locals.get("tracing_options")
             attributes = dict(getattr(options, "attributes", None) or {})

@@ -46,7 +46,7 @@ import tensorflow as tf
 
 from npu_tf_profiling.graph_points import Discovery, TracePoints, analyse, optypes
 from npu_tf_profiling.runtime.collection import CollectionSource
-from npu_tf_profiling.runtime.functions import callers
+from npu_tf_profiling.runtime.functions import callers, retraces
 from npu_tf_profiling.runtime.functions.call_ends import watch_calls
 from npu_tf_profiling.runtime.functions.fed_batches import FedBatches
 from npu_tf_profiling.runtime.functions.host_reads import watch
@@ -132,6 +132,7 @@ class StepTransform:
         if points is None or points.iteration_end is None:
             return
         model = self._model_for(context.function_key, context.function_name, points.to_dict(), chosen.fallbacks, source)
+        retraces.traced(model, graph)  # a later call's trace is named (retraces)
         probes = self._add_probes(graph, points, discovery, model, source, user_bp=chosen.user_bp, in_loop=traced_in_loop_body(graph),
                                   loop_body=context.kind == WHILE_BODY)
         if context.kind == FUNCTION:  # the Python-called function: its calls are the iterations (task_trace)

@@ -41,6 +41,7 @@ import tensorflow as tf
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
 from npu_tf_profiling.raw_format.call_sites import TRAINING_RUN
 from npu_tf_profiling.runtime import call_sites, other_runs, tf_private
+from npu_tf_profiling.runtime.session.fed_arrays import FEEDS_KEY, FeedWatch
 from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 from npu_tf_profiling.runtime.collection import CollectionSource
 from npu_tf_profiling.runtime.fetches import fetch_key, fetch_leaves, op_name
@@ -188,6 +189,7 @@ class SessionProfiler:
         self._attempts = 0
         self._runs_seen = 0  # TensorFlow ignores edits to ops once the session has loaded them
         self._untraced_training_runs = 0  # runs of backprop that did not run the iteration end (never silent)
+        self._feeds: FeedWatch | None = FeedWatch()  # the first iterations' feeds (`fed_arrays`), then None
         self._original_make_callable = session.make_callable
         self._original_make_callable_from_options = tf_private.make_callable_from_options(session)
         session.run = self.run
@@ -210,7 +212,22 @@ class SessionProfiler:
             plan = self._decide(fetches, feed_dict)
         if plan is None:
             return self._other_run(fetches, feed_dict, options, run_metadata)
+        if feed_dict and self._feeds is not None:
+            self._watch_feeds(feed_dict)
         return plan(fetches, feed_dict, options, run_metadata)
+
+    def _watch_feeds(self, feed_dict: Any) -> None:
+        """An iteration's feeds, until `fed_arrays` decides whether they are the same each time (info.json)."""
+        try:
+            found = self._feeds.observe(feed_dict) if self._feeds is not None else None
+            collection = self._source.poll() if found is not None else None
+            if found is not None:
+                self._feeds = None
+            if collection is not None and self._state is not None:
+                model = self._state.model_in(collection.run, self._graph, collection.task_trace, self._source)
+                collection.run.note_model(model, FEEDS_KEY, found)
+        except Exception:  # noqa: BLE001 - profiling must never hurt the job: the finding is just not made
+            self._feeds = None
 
     def _other_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         """A run that is not an iteration: timed into other_runs.jsonl while the step trace is recorded

@@ -186,7 +186,7 @@ class Recorder:
 
     def _wants_tasks(self, collection: Collection | None) -> bool:
         """Whether the run in progress gets FULL_TRACE."""
-        if collection is None or not collection.active or not collection.task_trace:
+        if collection is None or not collection.active or not collection.captures_tasks:
             return False
         return collection.wants(self.next_iteration_id())[1]
 
@@ -207,7 +207,7 @@ class Recorder:
 
     def _schedule_checks(self) -> None:
         collection = self._collection
-        per_run = collection is not None and collection.active and collection.task_trace
+        per_run = collection is not None and collection.active and collection.captures_tasks
         self._check_at = self.issued + 1 if per_run else self._runs_at_drain + DRAIN_EVERY_RUNS
 
     def read_in_background(self) -> None:
@@ -343,8 +343,9 @@ class Recorder:
         records["run"] = self._base + rows[:, 0].astype(np.int64)
         records["step"] = rows[:, 1].astype(np.int64) if shape.has_step else NO_STEP
         records["times"] = rows[:, self._times_from:] * 1e6
-        model = self._state.model_in(collection.run, self._graph, collection.task_trace, self._source)
+        model = self._state.model_in(collection.run, self._graph, collection.may_capture_tasks, self._source)
         collection.run.record_trace_frame(encode_frame(model.model_id, shape, records))
+        collection.recorded(model.model_id, shape, ids, records["times"])
         collection.cycle_ended(ids)
 
     def _record_tasks(self, row: Any, run_metadata: RawRunMetadata, start: float, end: float) -> None:

@@ -10,9 +10,12 @@ not later, and every other `contrib.training` name must keep working without it.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-_HOME = "tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner"
+from npu_tf_profiling.runtime.tf_private import FEEDING_QUEUE_RUNNER
+
+_HOME, _CLASS = FEEDING_QUEUE_RUNNER
 
 
 def __getattr__(name: str) -> Any:
@@ -20,13 +23,13 @@ def __getattr__(name: str) -> Any:
     if name != "FeedingQueueRunner":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
-        from tensorflow_estimator.python.estimator.inputs.queues.feeding_queue_runner import _FeedingQueueRunner
+        home = importlib.import_module(_HOME)
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
             f"tf.contrib.training.FeedingQueueRunner is served from tensorflow-estimator ({_HOME}), which is not "
             "importable here: pip install 'tensorflow-estimator==2.15.*' (TensorFlow 2.16 and later no longer "
             f"install it; missing: {exc.name})", name=exc.name) from None
-    return _FeedingQueueRunner
+    return getattr(home, _CLASS)
 
 
 def __dir__() -> list[str]:

@@ -3,8 +3,9 @@
 Why not ``DataFrame.to_csv``: on nullable ``Int64`` columns pandas formats
 cell by cell through object arrays, about 14 µs a row on the step-trace table,
 so a million-iteration CSV took 14 s and a copy of the table in memory. Here
-each column of a chunk of rows becomes text with one ``map(str, ...)`` over
-its ints, and rows are joined in C (``str.join``); memory is one chunk's text.
+each column of a chunk of rows becomes text at once (``encoders.text_columns``:
+Arrow's casts, or one ``map(str, ...)`` over its ints) and rows are joined in
+C; memory is one chunk's text.
 The bytes are what ``to_csv(index=False, na_rep=..., lineterminator="\\n")``
 writes for such a table: plain header names, decimal integers, ``na_rep``.
 """
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.atomic import AtomicFile
+from npu_tf_profiling.reports.encoders.text_columns import csv_lines
 
 CHUNK_ROWS = 65_536
 
@@ -26,24 +28,13 @@ def int_column(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return series.to_numpy(dtype="int64", na_value=0), ~np.asarray(series.isna())
 
 
-def column_texts(values: np.ndarray, known: Optional[np.ndarray], missing: str) -> list[str]:
-    """Each value as decimal text, ``missing`` where not known."""
-    out = list(map(str, values.tolist()))
-    if known is not None:
-        for i in np.flatnonzero(~known).tolist():
-            out[i] = missing
-    return out
-
-
 def write_int_csv(
     path: Path, header: Sequence[str], columns: Sequence[tuple[np.ndarray, Optional[np.ndarray]]], missing: str = "",
     chunk_rows: int = CHUNK_ROWS,
 ) -> None:
     """Write ``header`` and the rows of ``columns`` ((values, known or None) each) to ``path``, whole or not at all."""
     rows = len(columns[0][0]) if columns else 0
-    with AtomicFile(path) as out:
-        out.handle.write(",".join(header) + "\n")
+    with AtomicFile(path, encoding=None) as out:
+        out.handle.write((",".join(header) + "\n").encode())
         for lo in range(0, rows, chunk_rows):
-            hi = min(lo + chunk_rows, rows)
-            texts = [column_texts(v[lo:hi], None if k is None else k[lo:hi], missing) for v, k in columns]
-            out.handle.write("\n".join(map(",".join, zip(*texts))) + "\n")
+            out.handle.write(csv_lines(columns, lo, min(lo + chunk_rows, rows), missing))

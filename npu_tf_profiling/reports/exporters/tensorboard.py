@@ -25,23 +25,27 @@ logdir, as for the user's summaries.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.errors import BadInputError, MissingDependencyError, NothingFoundError
+from npu_tf_profiling.reports.exporters import Exporter, ExportJob
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
+from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.step import table as st
 
 INSTALL_HINT = "pip install 'npu_tf_profiling[tensorboard]' (or: pip install tensorboard)"
-TAG_PREFIX = "step_trace/"
+TAG_PREFIX = layout.TENSORBOARD_TAG_PREFIX
 REDUCE_TAG = f"{TAG_PREFIX}Reduce Duration(us)"  # summed over the all-reduce groups
 # Tag -> step-trace column, in the CSV's order.
 TAGS = {f"{TAG_PREFIX}{column}": column for column in (st.ITERATION_TIME, st.FP_TO_BP, st.ITERATION_REFRESH, st.DATA_AUG_BOUND, st.GETNEXT_TIME)}
-FILE_VERSION = "brain.Event:2"
+FILE_VERSION = layout.TENSORBOARD_FILE_VERSION
 
 
 @dataclass
@@ -54,7 +58,7 @@ class RunWritten:
 
 
 def run_name(rank: int, model_id: int) -> str:
-    return f"rank_{rank}_model_{model_id}"
+    return layout.TENSORBOARD_RUN.format(rank=rank, model_id=model_id)
 
 
 def _protos() -> tuple[Any, Any, Any]:
@@ -81,7 +85,7 @@ def write_runs(data: ProfData, logdir: Path | str) -> list[RunWritten]:
         values = {tag: rows[column].astype("float64").to_numpy(dtype="float64", na_value=np.nan) for tag, column in columns.items()}
         first = int(np.nanmin(ends)) if not np.isnan(ends).all() else 0
         run = run_name(int(device_id), int(model_id))
-        path = logdir / run / f"events.out.tfevents.{first}.{data.prof_dir.name}.npu_tf_profiling"
+        path = logdir / run / layout.TENSORBOARD_EVENT_FILE.format(first=first, prof=data.prof_dir.name)
         out = AtomicFile(path, encoding=None)
         try:
             writer = record_writer(out.handle)
@@ -123,3 +127,29 @@ def write_tensorboard(prof_dirs: list[Path], logdir: Path | str) -> list[RunWrit
                                     "would mix in one TensorBoard run; give a folder holding one job")
             owner[device_id] = data.prof_dir
     return [run for data in loaded for run in write_runs(data, logdir)]
+
+
+def _write(job: ExportJob, out: ReportPaths) -> None:
+    """The ``"tensorboard": DIR`` option: the step phases as TensorBoard scalars in that logdir.
+
+    The logdir is the one info.json's options hold (absolute since validation;
+    a PROF folder is one process, so its devices share it). Like the msprof
+    layout, a failure is a warning: the other reports are written already.
+    """
+    data = job.data
+    logdirs = [] if data is None else [
+        d.info["options"].get("tensorboard") for d in data.devices
+        if isinstance(d.info.get("options"), dict) and isinstance(d.info["options"].get("tensorboard"), str)]
+    if data is None or not logdirs:
+        return
+    try:
+        runs = write_runs(data, Path(logdirs[0]))
+    except Exception as exc:  # noqa: BLE001 - the scalars never cost the user their reports
+        warnings.warn(f"{data.prof_dir}: TensorBoard scalars not written to {logdirs[0]}: {exc}", RuntimeWarning, stacklevel=3)
+        return
+    out.extend(run.path for run in runs)
+    out.notes.append(f"TensorBoard: {len(runs)} run(s) of step phases in {logdirs[0]} ({', '.join(r.run for r in runs)}); "
+                     f"open with: tensorboard --logdir {logdirs[0]}")
+
+
+EXPORTER = Exporter("tensorboard", None, _write)

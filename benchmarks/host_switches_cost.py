@@ -1,0 +1,130 @@
+"""Cost of issue 47's host switches: the host sampler (host_sys / host_sys_usage / profile_memory) and mstx markers.
+
+The sampler is one thread per process, running while *every* session steps, so overhead.py's pairs of sessions
+would charge it to both sides of a pair. Here one plain session of the TF1 MLP (bench_models.py) runs blocks of
+--steps steps, and before each block the sampler is started or stopped, in adjacent pairs (on/off in a random
+order), each pair giving on / off - 1 of the two blocks' median steps. Reported: the median over the pairs with
+a 95% interval from their order statistics, and the same between two plain blocks (the noise floor); then the
+sampler's own CPU time per second, measured with the process idle; and an mstx mark's cost off and on.
+
+Usage:
+    .venv/bin/python benchmarks/host_switches_cost.py [--freqs 50,10] [--pairs 60] [--steps 20]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tensorflow.compat.v1 as tf
+
+from bench_models import BUILDERS
+from npu_tf_profiling import mstx
+from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
+from npu_tf_profiling.runtime.host.sampler import HostSampler
+
+ALL_HOST_SYS = frozenset({"cpu", "mem", "disk", "network"})
+ALL_USAGE = frozenset({"cpu", "mem"})
+
+
+def start_sampler(freq: int, folder: Path) -> HostSampler:
+    writer = AppendOnlyWriter(folder / f"host_sys_{time.monotonic_ns()}.jsonl", StorageBudget(None))
+    return HostSampler(writer, freq, ALL_HOST_SYS, ALL_USAGE, True, None)
+
+
+def interval(samples: list[float]) -> tuple[float, float, float]:
+    """Median and a 95% interval from order statistics (binomial, normal approximation)."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    half = 1.96 * (n ** 0.5) / 2
+    lo, hi = max(0, int(n / 2 - half)), min(n - 1, int(n / 2 + half))
+    return statistics.median(ordered), ordered[lo], ordered[hi]
+
+
+def block(sess: tf.Session, train_op: tf.Operation, steps: int) -> float:
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        sess.run(train_op)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def step_cost(freq: int, pairs: int, steps: int, folder: Path) -> None:
+    graph = tf.Graph()
+    train_op = BUILDERS["mlp"](graph)
+    with tf.Session(graph=graph) as sess:
+        with graph.as_default():
+            sess.run(tf.global_variables_initializer())
+        block(sess, train_op, 200)  # warm-up
+        on_off, floor, step_s = [], [], []
+        for _ in range(pairs):
+            order = [True, False]
+            random.shuffle(order)
+            medians = {}
+            for on in order:
+                sampler = start_sampler(freq, folder) if on else None
+                medians[on] = block(sess, train_op, steps)
+                if sampler is not None:
+                    sampler.stop()
+            on_off.append(medians[True] / medians[False] - 1)
+            a, b = block(sess, train_op, steps), block(sess, train_op, steps)
+            floor.append(a / b - 1)
+            step_s.append(medians[False])
+    for name, values in (("sampler on", on_off), ("floor", floor)):
+        median, lo, hi = interval(values)
+        print(f"{freq:>3} Hz {name:>10}: {median * 100:+.2f}% [{lo * 100:+.2f}, {hi * 100:+.2f}] "
+              f"({median * statistics.median(step_s) * 1e6:+.1f} us of a {statistics.median(step_s) * 1e3:.2f} ms step)")
+
+
+def sampler_cpu(freq: int, seconds: float, folder: Path) -> None:
+    started_cpu, started = time.process_time(), time.monotonic()
+    sampler = start_sampler(freq, folder)
+    time.sleep(seconds)
+    sampler.stop()
+    share = (time.process_time() - started_cpu) / (time.monotonic() - started)
+    print(f"{freq:>3} Hz sampler alone: {share * 100:.2f}% of a core ({share / freq * 1e6:.0f} us a sample, all switches)")
+
+
+def marker_cost(calls: int) -> None:
+    for on in (False, True):
+        (mstx.enable_recording if on else mstx.disable_recording)()
+        started = time.process_time()
+        for _ in range(calls):
+            mstx.range_end(mstx.range_start("r"))
+        per_pair = (time.process_time() - started) / calls
+        started = time.process_time()
+        for _ in range(calls):
+            mstx.mark("m")
+        per_mark = (time.process_time() - started) / calls
+        mstx.drain_records()
+        print(f"mstx {'on ' if on else 'off'}: mark {per_mark * 1e6:.2f} us, range_start + range_end {per_pair * 1e6:.2f} us")
+    mstx.disable_recording()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--freqs", default="50,10")
+    parser.add_argument("--pairs", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--idle-seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    marker_cost(200_000)
+    with tempfile.TemporaryDirectory() as folder:
+        for freq in (int(f) for f in args.freqs.split(",")):
+            sampler_cpu(freq, args.idle_seconds, Path(folder))
+            step_cost(freq, args.pairs, args.steps, Path(folder))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""What each anomaly_capture capture says: read ``anomalies.jsonl``, and the ops that changed against the reference.
+
+The runtime (`runtime.anomaly_watch`) writes one line per capture: the reference
+(normal iterations, taken early) and each anomaly (its first and last slow
+iteration, its factor against the baseline, the iterations whose tasks were
+traced, and whether they were still slow). The tasks of those iterations are in
+the folder's task records like any task_trace iteration, so "what changed" is
+read from the task table: per op (name and type), its time per iteration in the
+anomaly's captured iterations against the reference's. An op the reference did
+not run, or ran CHANGED_RATIO times shorter, is named, largest added time first,
+when its added time is at least CHANGED_FLOOR_US and CHANGED_SHARE of the
+slowdown (the captured iterations' mean time over the reference's): smaller
+differences are the noise of kernels that ran in both.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.reports.prof_dir import ProfData
+
+KEY = "anomalies"
+CHANGED_RATIO = 2.0  # an op at least this many times longer per iteration than in the reference has changed
+CHANGED_FLOOR_US = 20.0  # nor less than this added per iteration: below it, a kernel's time is timer noise
+CHANGED_SHARE = 0.005  # nor less than this share of the slowdown
+CHANGED_SHOWN = 10
+
+
+def read_anomaly_lines(device_dir: Path) -> list[dict[str, Any]]:
+    """The device folder's capture lines, in order; a torn last line (the job killed mid-write) is skipped."""
+    path = Path(device_dir) / layout.DATA_DIR / layout.ANOMALIES_FILE
+    if not path.is_file():
+        return []
+    lines = []
+    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(line, dict):
+            lines.append(line)
+    return lines
+
+
+def _per_iteration_us(tasks: Any, model_id: int, iterations: list[int]) -> pd.DataFrame:
+    """Per op (name, type): its time per captured iteration, µs (ops absent: not listed)."""
+    frame = tasks.frame
+    rows = frame[(frame["model_id"] == model_id) & frame["iteration_id"].isin(iterations)]
+    present = rows["iteration_id"].nunique()
+    if not present:
+        return pd.DataFrame(columns=["name", "op_type", "us"])
+    by_op = (rows["end_ns"] - rows["start_ns"]).groupby([rows["name"], rows["op_type"]]).sum() / 1e3 / present
+    out = by_op.reset_index(name="us")
+    out["name"] = [tasks.names[int(c)] for c in out["name"]]
+    out["op_type"] = [tasks.op_types[int(c)] for c in out["op_type"]]
+    return out
+
+
+def what_changed(tasks: Any, model_id: int, captured: list[int], reference: list[int], slowdown_us: float = 0.0) -> list[dict[str, Any]]:
+    """The ops the captured iterations ran and the reference did not, or ran much longer (module docstring)."""
+    floor = max(CHANGED_FLOOR_US, CHANGED_SHARE * slowdown_us)
+    now = _per_iteration_us(tasks, model_id, captured)
+    before = _per_iteration_us(tasks, model_id, reference).set_index(["name", "op_type"])["us"]
+    changed = []
+    for name, op_type, us in now.itertuples(index=False):
+        was = float(before.get((name, op_type), 0.0))
+        if us - was >= floor and us >= CHANGED_RATIO * was:
+            changed.append({"name": name, "op_type": op_type, "us_per_iteration": round(us, 1),
+                            "reference_us_per_iteration": round(was, 1), "new": was == 0.0})
+    changed.sort(key=lambda c: c["reference_us_per_iteration"] - c["us_per_iteration"])
+    return changed[:CHANGED_SHOWN]
+
+
+def anomalies_of(data: ProfData) -> list[dict[str, Any]]:
+    """Every device's anomalies, with `device_id`, and `changed` where both it and a reference were captured."""
+    from npu_tf_profiling.reports.task.files import device_task_table  # the task table only when there are captures
+
+    out = []
+    for device in data.devices:
+        lines = read_anomaly_lines(device.device_dir)
+        anomalies = [line for line in lines if line.get("kind") == "anomaly"]
+        if not anomalies:
+            continue
+        references = {line.get("model_id"): line for line in lines if line.get("kind") == "reference"}
+        tasks = device_task_table(device, data.table) if any(a.get("captured") for a in anomalies) else None
+        for anomaly in anomalies:
+            entry = dict(anomaly, device_id=device.device_id)
+            reference = references.get(anomaly.get("model_id")) or {}
+            if tasks is not None and anomaly.get("captured") and reference.get("captured"):
+                slowdown = _mean(anomaly.get("captured_us")) - _mean(reference.get("captured_us"))
+                entry["changed"] = what_changed(tasks, int(anomaly["model_id"]), anomaly["captured"], reference["captured"], slowdown)
+            out.append(entry)
+    return out
+
+
+def _mean(values: Any) -> float:
+    numbers = [v for v in values or [] if isinstance(v, (int, float))]
+    return sum(numbers) / len(numbers) if numbers else 0.0
+
+
+def render_anomaly(entry: dict[str, Any]) -> list[str]:
+    """An anomaly's lines in the summary's text."""
+    first, last = entry.get("first_slow"), entry.get("last_slow")
+    span = f"iteration {first}" if first == last else f"iterations {first}..{last}"
+    lines = [f"Anomaly, Model ID {entry.get('model_id')}: {span} slow, up to {entry.get('factor')}x "
+             f"the baseline {entry.get('baseline_us')} us"]
+    captured: Optional[list] = entry.get("captured")
+    if entry.get("not_captured"):
+        lines.append(f"  not captured: {entry['not_captured']}")
+    elif captured:
+        verdict = ("still slow: " + ", ".join(map(str, entry.get("still_slow") or [])) if entry.get("persisted")
+                   else "all normal: the slowdown did not persist (a lone spike)")
+        lines.append(f"  task_trace of iterations {', '.join(map(str, captured))}: {verdict}")
+    for op in entry.get("changed") or []:
+        was = "not run in the reference" if op["new"] else f"{op['reference_us_per_iteration']} us in the reference"
+        lines.append(f"  changed: {op['name']} ({op['op_type']}) {op['us_per_iteration']} us per iteration, {was}")
+    return lines

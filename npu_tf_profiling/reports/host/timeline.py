@@ -1,0 +1,104 @@
+"""``host_<ts>.json``: the host's tracks in Chrome trace format, beside the step-trace timeline.
+
+One process per device, named ``Host <device id>``, with CANN's layer names as counters (``CPU Usage``,
+``Memory Usage``, ``Disk Usage``, ``Network Usage``; CANN draws them in msprof_*.json), the
+``profile_memory`` peaks as ``Peak Memory``, and the mstx markers: one track per thread and domain,
+ranges as spans (spread over lanes where they overlap, since Perfetto refuses overlapping spans on
+one track) and marks as instants. Times are epoch µs, as in ``step_trace_*.json``, so both files can
+be opened together in Perfetto and line up.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.host.raw import HostSamples, Marker
+from npu_tf_profiling.reports.host.usage import process_cores, rates
+
+Event = chrome_trace.Event
+_COUNTER_TID = 0
+
+
+def _counter(pid: int, name: str, t_us: np.ndarray, series: dict[str, np.ndarray]) -> list[Event]:
+    events = []
+    for i, ts in enumerate(t_us):
+        args = {label: round(float(values[i]), 2) for label, values in series.items() if np.isfinite(values[i])}
+        if args:
+            events.append({"name": name, "ph": "C", "pid": pid, "tid": _COUNTER_TID, "ts": round(float(ts), 1), "args": args})
+    return events
+
+
+def _sample_events(pid: int, samples: HostSamples) -> list[Event]:
+    """The counters; a rate is drawn at the end of the interval it measures."""
+    events: list[Event] = []
+    busy = process_cores(samples)
+    if busy is not None:
+        events += _counter(pid, "CPU Usage", busy[0], {"process cores": busy[1]})
+    sys_cpu = rates(samples, "sys_cpu")
+    if sys_cpu is not None:
+        total = sys_cpu[1].sum(axis=1)
+        used = np.divide(100.0 * (total - sys_cpu[1][:, 5]), total, out=np.full(total.shape, np.nan), where=total > 0)
+        events += _counter(pid, "CPU Usage", sys_cpu[0], {"system %": used})
+    memory: dict[str, np.ndarray] = {}
+    if samples.has("mem"):
+        memory["process RSS MB"] = samples.columns["mem"] / 1024
+    if samples.has("sys_mem"):
+        memory["system used MB"] = samples.columns["sys_mem"][:, 1] / 1024
+    if memory:
+        events += _counter(pid, "Memory Usage", samples.t_us, memory)
+    for key, name, labels in (("disk", "Disk Usage", ("read KB/s", "write KB/s")),
+                              ("net", "Network Usage", ("received KB/s", "sent KB/s"))):
+        per_s = rates(samples, key)
+        if per_s is not None:
+            events += _counter(pid, name, per_s[0], {labels[0]: per_s[1][:, 0] / 1024, labels[1]: per_s[1][:, 1] / 1024})
+    if samples.has("hwm_kb"):
+        peaks = {"host peak MB": samples.columns["hwm_kb"] / 1024}
+        if samples.has("dev_peak"):
+            peaks["device peak MB"] = samples.columns["dev_peak"] / 2**20
+        events += _counter(pid, "Peak Memory", samples.t_us, peaks)
+    return events
+
+
+def _marker_events(pid: int, markers: list[Marker]) -> list[Event]:
+    events: list[Event] = []
+    tracks: dict[tuple[int, str], list[Marker]] = {}
+    for marker in markers:
+        tracks.setdefault((marker.tid, marker.domain), []).append(marker)
+    next_tid = 1
+    for (thread, domain), own in sorted(tracks.items()):
+        ranges = [m for m in own if m.kind == "range"]
+        lanes = chrome_trace.assign_lanes([(m.start_us, m.end_us - m.start_us) for m in ranges])
+        lane_count = max(lanes, default=0) + 1
+        for lane in range(lane_count):
+            suffix = "" if lane == 0 else f" #{lane + 1}"
+            events.append(chrome_trace.thread_name_event(pid, next_tid + lane, f"mstx {domain} (thread {thread}){suffix}"))
+        for marker, lane in zip(ranges, lanes):
+            events.append({"name": marker.message, "ph": "X", "cat": f"mstx {domain}", "pid": pid, "tid": next_tid + lane,
+                           "ts": round(marker.start_us, 3), "dur": round(marker.end_us - marker.start_us, 3)})
+        for marker in own:
+            if marker.kind == "mark":
+                events.append({"name": marker.message, "ph": "i", "s": "t", "cat": f"mstx {domain}", "pid": pid,
+                               "tid": next_tid, "ts": round(marker.start_us, 3)})
+        next_tid += lane_count
+    return events
+
+
+def write_host_timeline(path: Path, devices: list[tuple[int, Optional[HostSamples], list[Marker]]]) -> Optional[Path]:
+    """The host timeline of every device that has samples or markers; None when none has either."""
+    events: list[Event] = []
+    for device_id, samples, markers in devices:
+        if samples is None and not markers:
+            continue
+        events.append(chrome_trace.process_name_event(device_id, f"Host {device_id}"))
+        events.append(chrome_trace.thread_name_event(device_id, _COUNTER_TID, "Host usage"))
+        if samples is not None:
+            events += _sample_events(device_id, samples)
+        events += _marker_events(device_id, markers)
+    if not events:
+        return None
+    atomic_write_text(path, chrome_trace.dumps_events(events))
+    return path

@@ -1,0 +1,139 @@
+"""The files ``with_stack`` and ``gc_detect_threshold`` add to ``mindstudio_profiler_output/``.
+
+* ``host_stacks_<ts>.folded``: collapsed stacks (``frame;frame;... count``, outermost
+  first), the format Brendan Gregg's flamegraph.pl, speedscope and Perfetto read.
+  The two first frames are the device and the sample's phase, so a flame graph
+  splits the time between iterations from the step call at a glance.
+* ``gc_pauses_<ts>.csv``: one row per GC pause, with the iteration it fell in.
+* ``host_trace_<ts>.json``: a Chrome trace (Perfetto, chrome://tracing) with the step
+  trace's tracks and, per device, a ``Host Python (with_stack)`` track (consecutive samples
+  on one line of the script merged into one span, its stack in ``args``) and a
+  ``GC pauses`` track. Its own file: the step-trace timeline is sliced by rows for
+  million-iteration runs, and these events are not rows.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.prof_dir import ProfData
+from npu_tf_profiling.reports.step import host_time
+from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.step.between import load_other_runs
+from npu_tf_profiling.reports.step.timeline import step_trace_events
+
+GC_COLUMNS = ["Device_id", "Model ID", "Iteration ID", "Start(us)", "Duration(us)", "Generation", "Collected",
+              "Uncollectable", "Phase"]
+HOST_TRACK, GC_TRACK = "Host Python (with_stack)", "GC pauses"
+_HOST_TID, _GC_TID = 10_000, 10_001  # after every step-trace track of a device
+GAP_SAMPLES = 2.5  # samples further apart than this many periods start a new span
+
+
+def _frame_text(frame: tuple[str, int, str]) -> str:
+    file, line, function = frame
+    return f"{function} ({Path(file).name}:{line})".replace(";", ":")
+
+
+def _device_rows(data: ProfData, device_id: int) -> Any:
+    frame = data.table.frame
+    return frame[frame[st.DEVICE_ID] == device_id]
+
+
+def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
+    """Write the host files of every device that recorded stacks or GC pauses; [] when none did."""
+    out_dir = layout.report_dir(data.prof_dir)
+    folded: Counter[str] = Counter()
+    gc_lines: list[str] = []
+    events: list[chrome_trace.Event] = []
+    for device in data.devices:
+        stacks, pauses = host_time.load_stacks(device.device_dir, device.info), host_time.load_gc(device.device_dir, device.info)
+        if stacks is None and pauses is None:
+            continue
+        rows = _device_rows(data, device.device_id)
+        runs = load_other_runs(device.device_dir, device.info)
+        if stacks is not None and len(stacks.times_us):
+            phase = host_time.phases(stacks.times_us, rows, runs)
+            for stack_id, where in zip(stacks.stack_ids.tolist(), phase.tolist()):
+                folded[";".join([f"device_{device.device_id}", where, *map(_frame_text, stacks.frames[stack_id])])] += 1
+            events.extend(_stack_events(device.device_id, stacks, phase))
+        if pauses is not None and len(pauses.starts):
+            gc_lines.extend(_gc_rows(device.device_id, pauses, rows, runs))
+            events.extend(_gc_events(device.device_id, pauses))
+    written = []
+    if folded:
+        path = out_dir / f"host_stacks_{timestamp}.folded"
+        atomic_write_text(path, "".join(f"{stack} {n}\n" for stack, n in sorted(folded.items())))
+        written.append(path)
+    if gc_lines:
+        path = out_dir / f"gc_pauses_{timestamp}.csv"
+        atomic_write_text(path, ",".join(GC_COLUMNS) + "\n" + "".join(gc_lines))
+        written.append(path)
+    if events:
+        path = out_dir / f"host_trace_{timestamp}.json"
+        atomic_write_text(path, chrome_trace.dumps_events(step_trace_events(data.table) + _track_names(events) + events))
+        written.append(path)
+    return written
+
+
+def _gc_rows(device_id: int, pauses: Any, rows: Any, runs: Any) -> list[str]:
+    fp, end = host_time._f(rows[st.FP_START]), host_time._f(rows[st.ITERATION_END])
+    window_start = np.where(np.isfinite(host_time._f(rows[st.DATA_AUG_BOUND])), fp - host_time._f(rows[st.DATA_AUG_BOUND]), fp)
+    index = host_time._windows(window_start, end, pauses.starts)
+    phase = host_time.phases(pauses.starts, rows, runs)
+    models, ids = rows[st.MODEL_ID].tolist(), rows[st.ITERATION_ID_COL].tolist()
+    out = []
+    for k in range(len(pauses.starts)):
+        i = int(index[k])
+        model, iteration = (models[i], ids[i]) if i >= 0 else (st.NA, st.NA)
+        out.append(f"{device_id},{model},{iteration},{pauses.starts[k]:.1f},{pauses.durations[k]:.1f},"
+                   f"{pauses.generations[k]},{pauses.collected[k]},{pauses.uncollectable[k]},{phase[k]}\n")
+    return out
+
+
+def _stack_events(device_id: int, stacks: Any, phase: np.ndarray) -> list[chrome_trace.Event]:
+    """Runs of consecutive samples on one line of the script (and one phase), one span each."""
+    times = stacks.times_us
+    if not len(times):
+        return []
+    period = float(np.median(np.diff(times))) if len(times) > 1 else 10_000.0
+    lines = [host_time.line_of(stacks, int(s)) for s in stacks.stack_ids]
+    events: list[chrome_trace.Event] = []
+    start = 0
+    for k in range(1, len(times) + 1):
+        if k < len(times) and lines[k] == lines[start] and phase[k] == phase[start] and times[k] - times[k - 1] <= GAP_SAMPLES * period:
+            continue
+        file, line, function = lines[start]
+        stop = times[k - 1] + period if k == len(times) else min(times[k - 1] + period, times[k])  # never over the next span
+        events.append({"name": f"{Path(file).name}:{line} {function}", "ph": "X", "pid": device_id, "tid": _HOST_TID,
+                       "ts": round(float(times[start]), 1), "dur": round(round(float(stop), 1) - round(float(times[start]), 1), 1),
+                       "cat": "with_stack", "args": {"phase": str(phase[start]), "samples": k - start,
+                                                     "stack": [_frame_text(f) for f in stacks.frames[int(stacks.stack_ids[start])]]}})
+        start = k
+    return events
+
+
+def _gc_events(device_id: int, pauses: Any) -> list[chrome_trace.Event]:
+    return [{"name": f"GC gen {int(g)}", "ph": "X", "pid": device_id, "tid": _GC_TID, "ts": round(float(s), 1),
+             "dur": round(float(d), 1), "cat": "gc", "args": {"collected": int(c), "uncollectable": int(u)}}
+            for s, d, g, c, u in zip(pauses.starts, pauses.durations, pauses.generations, pauses.collected, pauses.uncollectable)]
+
+
+def _track_names(events: list[chrome_trace.Event]) -> list[chrome_trace.Event]:
+    names: dict[tuple[int, int], str] = {}
+    for event in events:
+        names[(event["pid"], event["tid"])] = HOST_TRACK if event["tid"] == _HOST_TID else GC_TRACK
+    out: list[chrome_trace.Event] = []
+    for (pid, tid), name in sorted(names.items()):
+        out += [chrome_trace.thread_name_event(pid, tid, name), chrome_trace.thread_sort_event(pid, tid, tid)]
+    return out
+
+
+def host_files_note(paths: list[Path]) -> Optional[str]:
+    names = ", ".join(p.name for p in paths)
+    return f"host stacks / GC pauses: {names} (the .folded file opens in speedscope or flamegraph.pl)" if paths else None

@@ -1,0 +1,159 @@
+"""What the host's Python did, from ``with_stack`` samples and ``gc_detect_threshold`` pauses (``raw_format.host_samples``).
+
+Each stack sample is put in the phase its time falls in, against one model's
+step-trace rows: **between iterations** (a Data Aug Bound window, as ``between``
+splits it: **waiting on input** inside a run that fetches an input batch, **other
+runs** inside any other run, **host** the rest), **in the step call** (FP Start to
+Iteration End), or outside every iteration. A sample names the line of the
+script's own code it was on (the innermost frame outside the standard library,
+site-packages and this package): that line, not numpy's internals, is what the
+user can change. A line's share is its samples over the host samples between
+iterations; at 100 Hz a share from n samples has a binomial uncertainty of
+about sqrt(p(1-p)/n).
+
+GC pauses count where they start: between iterations when in a Data Aug Bound
+window, and their time there is the GC part of the host's time.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.host_samples import GcPauses, HostStacks, read_gc_pauses, read_host_stacks
+from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns
+from npu_tf_profiling.reports.step import table as st
+
+PHASE_HOST = "between iterations: host"
+PHASE_INPUT = "between iterations: waiting on input"
+PHASE_OTHER = "between iterations: other runs"
+PHASE_STEP = "in the step call"
+PHASE_OUTSIDE = "outside iterations"
+TOP_LINES = 10
+
+
+def options_of(info: dict[str, Any]) -> dict[str, Any]:
+    options = info.get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def load_stacks(device_dir: Path, info: dict[str, Any]) -> Optional[HostStacks]:
+    """The device's samples; None when the run was not asked for them (``with_stack``)."""
+    if not options_of(info).get("with_stack"):
+        return None
+    return read_host_stacks(Path(device_dir) / layout.DATA_DIR / layout.HOST_STACKS_FILE)
+
+
+def load_gc(device_dir: Path, info: dict[str, Any]) -> Optional[GcPauses]:
+    """The device's GC pauses; None when the run was not asked for them (``gc_detect_threshold``)."""
+    if options_of(info).get("gc_detect_threshold") is None:
+        return None
+    return read_gc_pauses(Path(device_dir) / layout.DATA_DIR / layout.GC_PAUSES_FILE)
+
+
+def _f(series: pd.Series) -> np.ndarray:
+    return series.astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _windows(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Index of the window [start, end) each time falls in, -1 for none (windows must not overlap)."""
+    known = np.isfinite(starts) & np.isfinite(ends)
+    starts, ends = starts[known], ends[known]
+    order = np.argsort(starts, kind="stable")
+    starts, ends, index = starts[order], ends[order], np.flatnonzero(known)[order]
+    k = np.searchsorted(starts, times, side="right") - 1
+    inside = (k >= 0) & (times < ends[np.maximum(k, 0)]) if len(starts) else np.zeros(len(times), bool)
+    return np.where(inside, index[np.maximum(k, 0)] if len(starts) else -1, -1)
+
+
+def _in_spans(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    if not len(starts):
+        return np.zeros(len(times), bool)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    k = np.searchsorted(s, times, side="right") - 1
+    return (k >= 0) & (times <= e[np.maximum(k, 0)])
+
+
+def phases(times: np.ndarray, rows: pd.DataFrame, runs: Optional[OtherRuns]) -> np.ndarray:
+    """Each time's phase (``PHASE_*``) against `rows` (one model's step-trace rows)."""
+    fp, end = _f(rows[st.FP_START]), _f(rows[st.ITERATION_END])
+    out = np.full(len(times), PHASE_OUTSIDE, dtype=object)
+    out[_windows(fp, end, times) >= 0] = PHASE_STEP
+    between = _windows(fp - _f(rows[st.DATA_AUG_BOUND]), fp, times) >= 0
+    out[between] = PHASE_HOST
+    if runs is not None and len(runs.kinds):
+        reads = np.asarray(runs.kinds, dtype=object) == INPUT_READS
+        out[between & _in_spans(times, runs.starts[~reads], runs.ends[~reads])] = PHASE_OTHER
+        out[between & _in_spans(times, runs.starts[reads], runs.ends[reads])] = PHASE_INPUT
+    return out
+
+
+def line_of(stacks: HostStacks, stack_id: int) -> tuple[str, int, str]:
+    """The frame a sample names: the script's innermost frame, else the innermost one."""
+    frames = stacks.frames[stack_id]
+    user = stacks.user.get(stack_id)
+    return frames[user if user is not None else -1]
+
+
+def top_lines(stacks: HostStacks, mask: np.ndarray, limit: int = TOP_LINES) -> list[dict[str, Any]]:
+    """The lines the masked samples were on, most first: file, line, function, samples, share of the masked samples."""
+    total = int(mask.sum())
+    counts = Counter(line_of(stacks, int(s)) for s in stacks.stack_ids[mask])
+    return [{"file": file, "line": line, "function": function, "samples": n, "share": n / total}
+            for (file, line, function), n in counts.most_common(limit)]
+
+
+def stack_summary(stacks: HostStacks, rows: pd.DataFrame, runs: Optional[OtherRuns]) -> dict[str, Any]:
+    """One model's samples by phase, and the lines holding the host time between iterations."""
+    phase = phases(stacks.times_us, rows, runs)
+    host = phase == PHASE_HOST
+    return {"samples": len(phase), "by_phase": {str(k): int(v) for k, v in Counter(phase.tolist()).items()},
+            "host_samples": int(host.sum()), "lines": top_lines(stacks, host) if host.any() else []}
+
+
+def gc_summary(pauses: GcPauses, rows: pd.DataFrame, threshold_ms: Any) -> dict[str, Any]:
+    """One model's GC pauses: all of them, those between iterations, and their time as a share of Data Aug Bound."""
+    fp, dab, it_time = _f(rows[st.FP_START]), _f(rows[st.DATA_AUG_BOUND]), _f(rows[st.ITERATION_TIME])
+    between = _windows(fp - dab, fp, pauses.starts) >= 0
+    known = np.isfinite(dab) & np.isfinite(it_time)
+    dab_total, it_total = float(dab[known].sum()), float(it_time[known].sum())
+    between_us = float(pauses.durations[between].sum())
+    return {"threshold_ms": threshold_ms, "count": len(pauses.starts), "total_us": round(float(pauses.durations.sum()), 1),
+            "between_count": int(between.sum()), "between_us": round(between_us, 1),
+            "share_of_between": between_us / dab_total if dab_total > 0 else None,
+            "share_of_iteration": between_us / it_total if it_total > 0 else None}
+
+
+def host_clause(stacks: Optional[dict[str, Any]]) -> str:
+    """What the summary's host clause adds: the top line, with its share of the host samples."""
+    if not stacks or not stacks["lines"]:
+        return ""
+    top = stacks["lines"][0]
+    return f" (top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of its samples)"
+
+
+def render_lines(stacks: Optional[dict[str, Any]], gc_info: Optional[dict[str, Any]], host_share: Optional[float]) -> list[str]:
+    """The summary's lines for ``with_stack`` and ``gc_detect_threshold`` (none when neither was on)."""
+    lines = []
+    if stacks is not None:
+        if stacks["lines"]:
+            shown = ", ".join(f"{Path(x['file']).name}:{x['line']} {x['function']} {100 * x['share']:.1f}%" for x in stacks["lines"][:3])
+            lines.append(f"Host lines between iterations (with_stack, {stacks['host_samples']} of {stacks['samples']} samples): {shown}")
+        else:
+            lines.append(f"with_stack: none of the {stacks['samples']} stack samples fell in the host time between "
+                         f"iterations (by phase: {stacks['by_phase'] or 'no samples'})")
+    if gc_info is not None:
+        line = (f"GC pauses >= {gc_info['threshold_ms']:g} ms: {gc_info['count']} ({gc_info['total_us']:,.0f} us); "
+                f"between iterations {gc_info['between_count']} ({gc_info['between_us']:,.0f} us")
+        share = gc_info["share_of_between"]
+        line += f", {100 * share:.1f}% of Data Aug Bound)" if share is not None else ")"
+        if host_share is not None and gc_info["share_of_iteration"] is not None:
+            gc_part = min(gc_info["share_of_iteration"], host_share)
+            line += f"; host {100 * host_share:.1f}% = GC {100 * gc_part:.1f}% + the rest {100 * (host_share - gc_part):.1f}%"
+        lines.append(line)
+    return lines

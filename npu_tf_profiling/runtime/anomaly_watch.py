@@ -1,0 +1,237 @@
+"""anomaly_capture's detection: a rolling baseline per model, and task_trace armed when iterations turn slow.
+
+Detection runs where the iteration times already arrive: the ring reader thread
+(`ring_reader`) hands each drained batch of a model's rows to `observe`, so the
+training thread pays nothing but one more question when it asks whether to
+trace the tasks of the run it starts (`wants`), the question it already asks
+of the collection window.
+
+The baseline is the median of the last BASELINE_ITERATIONS steady iterations
+of each model (slow ones never enter it, so a long slow regime cannot become
+the norm it is judged by). An iteration slower than ``factor`` × baseline and
+than baseline + ``min_us`` is slow; the first slow one arms task_trace for the next
+``steps`` iterations the training thread starts (FULL_TRACE on the Session
+path, a `tf.profiler` window on the TensorFlow 2 path: both already take
+task_trace where `Collection.wants` says so). Once the baseline holds
+REFERENCE_AFTER iterations, one reference capture of normal iterations is
+taken, so the reports can say what the slow ones ran that the normal ones did
+not; a model's detection starts once its reference is done. A traced iteration is slower by the tracing itself, so it is judged against
+the reference's traced iterations, and the iterations just before and after a
+capture (which hold the start of the tracing and the writing of the trace) are
+not judged at all. ``max_captures`` and ``cooldown`` (iterations after a capture before the
+next) bound the disk; ``storage_limit`` still caps everything.
+
+Each capture becomes one line of ``anomalies.jsonl`` when its iterations and its
+slow stretch are over (or at exit): its first and last slow iteration, its
+factor against the baseline, the iterations captured, and whether they were
+still slow (a lone spike: they were not).
+"""
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from npu_tf_profiling.config.anomaly_capture import AnomalySettings
+
+BASELINE_ITERATIONS = 50
+REFERENCE_AFTER = 20  # steady iterations before the baseline is trusted (and the reference is captured)
+KIND_REFERENCE = "reference"
+KIND_ANOMALY = "anomaly"
+KIND_LEFT_OUT = "left_out"
+UNCAPTURED_LINES = 100  # uncaptured anomalies (past max_captures, in a cooldown) written; past that, only counted
+
+
+@dataclass
+class _Capture:
+    kind: str
+    model_id: int
+    baseline_us: float
+    first_slow: int | None = None
+    last_slow: int | None = None
+    slow_iterations: int = 0
+    worst_factor: float = 0.0
+    uncaptured_reason: str | None = None  # slow, but max_captures or the cooldown held the capture back
+    start: int | None = None  # the first iteration granted task_trace (set by `wants`)
+    captured: list[int] = field(default_factory=list)
+    still_slow: list[int] = field(default_factory=list)
+    seen: set[int] = field(default_factory=set)
+    times_us: list[float] = field(default_factory=list)  # the captured iterations' times (task_trace included)
+    traced_us: float | None = None  # a reference's: the median of its traced iterations
+    slow_open: bool = True  # the slow stretch has not ended yet
+
+    def entry(self) -> dict[str, Any]:
+        line: dict[str, Any] = {"kind": self.kind, "model_id": self.model_id, "baseline_us": round(self.baseline_us, 1),
+                                "captured": self.captured, "captured_us": [round(t, 1) for t in self.times_us]}
+        if self.kind == KIND_ANOMALY:
+            line.update(first_slow=self.first_slow, last_slow=self.last_slow, slow_iterations=self.slow_iterations,
+                        factor=round(self.worst_factor, 2), still_slow=self.still_slow,
+                        persisted=bool(self.still_slow))
+            if self.uncaptured_reason:
+                line["not_captured"] = self.uncaptured_reason
+        return line
+
+
+class AnomalyWatch:
+    """One PROF folder's detection (see the module docstring); thread-safe."""
+
+    def __init__(self, settings: AnomalySettings, write: Callable[[dict[str, Any]], None]) -> None:
+        self.settings = settings
+        self._write = write
+        self._lock = threading.Lock()
+        self._recent: dict[int, deque[float]] = {}
+        self._last_end: dict[int, float] = {}
+        self._armed: _Capture | None = None  # the capture task_trace is armed for (its iterations not all seen)
+        self._open: _Capture | None = None  # an anomaly whose slow stretch goes on after its capture ended
+        self._referenced: set[int] = set()  # the models whose reference capture was armed
+        self._captures = 0
+        self._next_allowed = 0  # the first iteration after the cooldown
+        self._disturbed: dict[int, set[int]] = {}  # per model: iterations right after a traced one (never judged)
+        self._traced_baseline: dict[int, float] = {}  # per model: the reference's traced iterations' median
+        self._uncaptured = 0
+
+    @property
+    def armed(self) -> bool:
+        """Whether the training thread should ask `wants` of the runs it starts."""
+        capture = self._armed
+        return capture is not None and len(capture.captured) < self.settings.steps
+
+    def wants(self, iteration_id: int) -> bool:
+        """Whether iteration `iteration_id`, about to start, gets task_trace (the training thread asks)."""
+        with self._lock:
+            capture = self._armed
+            if capture is None:
+                return False
+            if capture.start is None:
+                capture.start = iteration_id
+                # The iteration before holds the start of the tracing (tf.profiler's start on the TF2 path): not judged.
+                self._disturbed.setdefault(capture.model_id, set()).add(iteration_id - 1)
+            if len(capture.captured) < self.settings.steps and iteration_id >= capture.start:
+                capture.captured.append(iteration_id)
+                return True
+            return False
+
+    def observe(self, model_id: int, ids: np.ndarray, ends_us: np.ndarray) -> None:
+        """A drained batch of one model's rows, in order: their ids and iteration ends (µs)."""
+        with self._lock:
+            for iteration_id, end in zip(ids.tolist(), ends_us.tolist()):
+                previous = self._last_end.get(model_id)
+                self._last_end[model_id] = end
+                if previous is not None and end == end and previous == previous:  # not NaN
+                    self._one(model_id, int(iteration_id), end - previous)
+
+    def close(self) -> None:
+        """At exit: every capture still open is written as it stands, and how many lines were left out."""
+        with self._lock:
+            for capture in (self._armed, self._open):
+                if capture is not None and (capture.captured or capture.kind == KIND_ANOMALY):
+                    self._emit(capture)
+            self._armed = self._open = None
+            if self._uncaptured > UNCAPTURED_LINES:
+                self._write({"kind": KIND_LEFT_OUT, "uncaptured_anomalies": self._uncaptured - UNCAPTURED_LINES})
+            self._uncaptured = 0
+
+    # ----- internals (under the lock) --------------------------------------------------------
+    def _one(self, model_id: int, iteration_id: int, time_us: float) -> None:
+        recent = self._recent.setdefault(model_id, deque(maxlen=BASELINE_ITERATIONS))
+        baseline = statistics.median(recent) if len(recent) >= REFERENCE_AFTER else None
+        capture = self._armed
+        if capture is not None and capture.model_id == model_id and iteration_id in capture.captured:
+            self._captured_one(capture, iteration_id, time_us, baseline)
+        elif iteration_id not in self._disturbed.get(model_id, ()):
+            self._steady_or_slow(model_id, iteration_id, time_us, baseline, recent)
+        self._finish_done()
+
+    def _is_slow(self, time_us: float, baseline: float | None) -> bool:
+        return baseline is not None and time_us > self.settings.factor * baseline and time_us - baseline > self.settings.min_us
+
+    def _captured_one(self, capture: _Capture, iteration_id: int, time_us: float, baseline: float | None) -> None:
+        """A traced iteration: task_trace slows it, so it is judged against the reference's traced iterations."""
+        capture.seen.add(iteration_id)
+        capture.times_us.append(time_us)
+        self._disturbed.setdefault(capture.model_id, set()).add(iteration_id + 1)  # it holds the writing of the trace
+        traced = self._traced_baseline.get(capture.model_id)
+        if capture.kind == KIND_ANOMALY and self._is_slow(time_us, traced if traced is not None else baseline):
+            capture.still_slow.append(iteration_id)
+            self._extend(capture, iteration_id, time_us)
+        elif capture.kind == KIND_ANOMALY:
+            capture.slow_open = False
+
+    def _steady_or_slow(self, model_id: int, iteration_id: int, time_us: float, baseline: float | None,
+                        recent: deque[float]) -> None:
+        slow = self._is_slow(time_us, baseline)
+        for anomaly in (self._armed, self._open):
+            if anomaly is not None and anomaly.kind == KIND_ANOMALY and anomaly.model_id == model_id and anomaly.slow_open:
+                if slow:
+                    self._extend(anomaly, iteration_id, time_us)
+                else:
+                    anomaly.slow_open = False
+        if not slow:
+            recent.append(time_us)
+            if model_id not in self._referenced and baseline is not None and self._armed is None:
+                self._referenced.add(model_id)
+                self._armed = _Capture(KIND_REFERENCE, model_id, baseline)
+        elif model_id in self._traced_baseline and not self._in_open_stretch(model_id):
+            self._detected(model_id, iteration_id, time_us, baseline)
+
+    @staticmethod
+    def _extend(anomaly: _Capture, iteration_id: int, time_us: float) -> None:
+        anomaly.last_slow = max(anomaly.last_slow or iteration_id, iteration_id)
+        anomaly.slow_iterations += 1
+        anomaly.worst_factor = max(anomaly.worst_factor, time_us / anomaly.baseline_us)
+
+    def _emit(self, capture: _Capture) -> None:
+        """Write a capture's line; past UNCAPTURED_LINES uncaptured anomalies, only their count (at close)."""
+        if capture.uncaptured_reason is not None:
+            self._uncaptured += 1
+            if self._uncaptured > UNCAPTURED_LINES:
+                return
+        self._write(capture.entry())
+
+    def _in_open_stretch(self, model_id: int) -> bool:
+        return any(c is not None and c.kind == KIND_ANOMALY and c.model_id == model_id and c.slow_open
+                   for c in (self._armed, self._open))
+
+    def _detected(self, model_id: int, iteration_id: int, time_us: float, baseline: float) -> None:
+        anomaly = _Capture(KIND_ANOMALY, model_id, baseline, first_slow=iteration_id, last_slow=iteration_id,
+                           slow_iterations=1, worst_factor=time_us / baseline)
+        if self._captures >= self.settings.max_captures:
+            anomaly.uncaptured_reason = f"max_captures ({self.settings.max_captures}) reached"
+        elif iteration_id < self._next_allowed:
+            anomaly.uncaptured_reason = f"in the cooldown ({self.settings.cooldown} iterations) after the last capture"
+        elif self._armed is not None and self._armed.kind == KIND_ANOMALY:
+            anomaly.uncaptured_reason = "another capture was under way"
+        if anomaly.uncaptured_reason is not None:
+            if self._open is not None:
+                self._emit(self._open)
+            self._open = anomaly
+            return
+        self._captures += 1
+        self._armed = anomaly
+
+    def _finish_done(self) -> None:
+        capture = self._armed
+        if capture is not None and len(capture.seen) >= self.settings.steps:
+            self._next_allowed = max(capture.captured) + self.settings.cooldown + 1 if capture.kind == KIND_ANOMALY else 0
+            self._armed = None
+            if capture.kind == KIND_REFERENCE:
+                self._finish_reference(capture)
+            elif capture.slow_open:
+                if self._open is not None:
+                    self._emit(self._open)
+                self._open = capture  # written when its slow stretch ends
+            else:
+                self._emit(capture)
+        if self._open is not None and not self._open.slow_open:
+            self._emit(self._open)
+            self._open = None
+
+    def _finish_reference(self, capture: _Capture) -> None:
+        if capture.times_us:
+            self._traced_baseline[capture.model_id] = statistics.median(capture.times_us)
+            capture.traced_us = self._traced_baseline[capture.model_id]
+        self._write(capture.entry())
