@@ -118,6 +118,9 @@ def test_host_truth_names_the_line_the_gc_share_and_a_saturated_cpu(tmp_path: Pa
                                                  + encode_samples(times, ids) + b"{torn")
     (data / layout.GC_PAUSES_FILE).write_bytes(b"".join(encode_gc_pause(T0_US + 1000.0 * k + 500, 50.0, 2, 10, 0)
                                                         for k in range(2, 20, 2)))
+    # the samples at line 17 fall in a recorded run's span: not the script's own Python (the run's time is the run's)
+    (data / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(T0_US + 1000.0 * k + 55, T0_US + 1000.0 * k + 65,
+                                                                           "evaluation", None) for k in range(1, 20)))
     (data / layout.HOST_SYS_FILE).write_text("\n".join(json.dumps({"t_us": T0_US + i * 1e6, "sys_cpu": [9.0 * i, i, 0, 0, 0, 0.3 * i]})
                                                        for i in range(3)))
     found = _by_rule(prof)
@@ -127,7 +130,8 @@ def test_host_truth_names_the_line_the_gc_share_and_a_saturated_cpu(tmp_path: Pa
     host = found["host Python between steps"]
     assert host["where"] == "/u/train.py:42"
     h = (90.0 - 0.0) / 1000.0 - gc  # the gap less GetNext (no other runs recorded), less GC
-    assert host["expected_gain_pct"] == pytest.approx(100 * h * 2 / 3, abs=0.05)
+    assert host["evidence"]["samples_between"] == 38 and host["evidence"]["samples_at_line"] == 38
+    assert host["expected_gain_pct"] == pytest.approx(100 * h, abs=0.05)
     assert found["saturated host CPU"]["evidence"]["host_cpu_usage_pct"] == pytest.approx(100 * (1 - 0.3 / 10.3), abs=0.05)
 
 
