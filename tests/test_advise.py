@@ -13,6 +13,7 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.host_samples import encode_gc_pause, encode_samples, encode_stack
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, OTHER_RUN, CallSite, encode_call_sites
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.reports.advise.engine import advise_prof_dir
@@ -106,17 +107,22 @@ def test_host_truth_names_the_line_the_gc_share_and_a_saturated_cpu(tmp_path: Pa
     found = _by_rule(prof)
     assert found["host Python between steps"]["where"].startswith("unknown: no with_stack samples")
     data = layout.device_dir(prof, 0) / layout.DATA_DIR
-    samples = []
+    loop, other, inside = ([["/u/train.py", 9, "<module>"], ["/u/train.py", 42, "log"]], [["/u/train.py", 17, "<module>"]],
+                           [["/u/train.py", 99, "<module>"]])
+    times, ids = [], []
     for k in range(1, 20):  # 3 samples in each gap: 2 at the loop's line, 1 elsewhere; one inside the step
         gap = T0_US + 1000.0 * k
-        samples += [{"t_us": gap + 20, "frames": [["/u/train.py", 9, "<module>"], ["/u/train.py", 42, "log"]]},
-                    {"t_us": gap + 30, "frames": [{"file": "/u/train.py", "line": 42, "function": "log"}]},
-                    {"t_us": gap + 60, "frames": ["/u/train.py:17(<module>)"]},
-                    {"t_us": gap + 400, "frames": ["/u/train.py:99(<module>)"]}]
-    (data / "host_stacks.jsonl").write_text("\n".join(json.dumps(s) for s in samples) + "\n{torn")
-    pauses = [{"start_us": T0_US + 1000.0 * k + 500, "duration_us": 50.0, "generation": 2} for k in range(2, 20, 2)]
-    (data / "gc_pauses.jsonl").write_text("\n".join(json.dumps(p) for p in pauses))
-    (data / "host_cpu_usage.csv").write_text("Timestamp(us),Usage(%)\n1,96.0\n2,98.0\n")
+        times += [gap + 20, gap + 30, gap + 60, gap + 400]
+        ids += [1, 1, 2, 3]
+    (data / layout.HOST_STACKS_FILE).write_bytes(encode_stack(1, loop, 1) + encode_stack(2, other, 0) + encode_stack(3, inside, 0)
+                                                 + encode_samples(times, ids) + b"{torn")
+    (data / layout.GC_PAUSES_FILE).write_bytes(b"".join(encode_gc_pause(T0_US + 1000.0 * k + 500, 50.0, 2, 10, 0)
+                                                        for k in range(2, 20, 2)))
+    # the samples at line 17 fall in a recorded run's span: not the script's own Python (the run's time is the run's)
+    (data / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(T0_US + 1000.0 * k + 55, T0_US + 1000.0 * k + 65,
+                                                                           "evaluation", None) for k in range(1, 20)))
+    (data / layout.HOST_SYS_FILE).write_text("\n".join(json.dumps({"t_us": T0_US + i * 1e6, "sys_cpu": [9.0 * i, i, 0, 0, 0, 0.3 * i]})
+                                                       for i in range(3)))
     found = _by_rule(prof)
     span = 19 * 1000.0  # the 19 steady iterations: from iteration 1's end to iteration 20's
     gc = 9 * 50.0 / span
@@ -124,8 +130,9 @@ def test_host_truth_names_the_line_the_gc_share_and_a_saturated_cpu(tmp_path: Pa
     host = found["host Python between steps"]
     assert host["where"] == "/u/train.py:42"
     h = (90.0 - 0.0) / 1000.0 - gc  # the gap less GetNext (no other runs recorded), less GC
-    assert host["expected_gain_pct"] == pytest.approx(100 * h * 2 / 3, abs=0.05)
-    assert found["saturated host CPU"]["evidence"]["host_cpu_usage_pct"] == 97.0
+    assert host["evidence"]["samples_between"] == 38 and host["evidence"]["samples_at_line"] == 38
+    assert host["expected_gain_pct"] == pytest.approx(100 * h, abs=0.05)
+    assert found["saturated host CPU"]["evidence"]["host_cpu_usage_pct"] == pytest.approx(100 * (1 - 0.3 / 10.3), abs=0.05)
 
 
 def test_extra_runs_reduce_and_a_slow_rank_from_synthetic_rows(tmp_path: Path, capsys) -> None:
@@ -160,8 +167,11 @@ def test_bad_input_exits_2_or_3_without_a_traceback(tmp_path: Path, capsys) -> N
     empty = tmp_path / "PROF_1_20240101000000_EMPTYAAA"
     layout.device_dir(empty, 0).mkdir(parents=True)
     assert main(["advise", str(empty)]) == 3
+    assert main(["advise"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "npu-tf-prof advise:" in err
+    assert main(["advise", "--schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == JSON_SCHEMA
 
 
 def _sites(prof: Path, sites: list[CallSite], cpu_count: int = 4) -> None:
@@ -185,10 +195,9 @@ def test_the_other_rules_from_recorded_sites_and_runs_on_synthetic_rows(tmp_path
     retraces = [(T0_US + 1000.0 * k + 500, T0_US + 1000.0 * k + 600, "retrace") for k in (3, 7)]
     data = layout.device_dir(prof, 0) / layout.DATA_DIR
     (data / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(*r, "step") for r in retraces))
-    eager = [{"t_us": T0_US + 1000.0 * k + 5, "frames": [[file, 9, "<module>"],
-                                                         ["/x/site-packages/tensorflow/python/eager/execute.py", 53, "q"]]}
-             for k in range(1, 20)]
-    (data / "host_stacks.jsonl").write_text("\n".join(json.dumps(s) for s in eager))
+    eager = [[file, 9, "<module>"], ["/x/site-packages/tensorflow/python/eager/execute.py", 53, "quick_execute"]]
+    (data / layout.HOST_STACKS_FILE).write_bytes(encode_stack(7, eager, 0) + encode_samples(
+        [T0_US + 1000.0 * k + 5 for k in range(1, 20)], [7] * 19))
     found = _by_rule(prof)
     g, c = 0.3, 0.7
     prefetch = found["tf.data prefetch"]  # the map is parallel already: the prefetch after the last call, P = 1

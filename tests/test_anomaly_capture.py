@@ -29,9 +29,8 @@ import pytest
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
-from npu_tf_profiling.reports.cluster.anomalies import anomaly_notes, cluster_anomalies
-from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
+from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.runtime.live_scalars import DATA_AUG, FP_TO_BP, ITERATION_TIME, LIVE_TAGS
 from npu_tf_profiling.runtime.anomaly_watch import REFERENCE_AFTER, AnomalyWatch

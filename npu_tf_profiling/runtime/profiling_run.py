@@ -165,9 +165,12 @@ class ProfilingRun:
         self._anomalies.append((json.dumps(entry, sort_keys=True) + "\n").encode())
 
     def write_call_sites(self) -> None:
-        """call_sites.json: the user's lines `advise` names (``runtime.call_sites``), as recorded so far."""
+        """call_sites.json: the user's lines `advise` names (``runtime.call_sites``), as recorded so far;
+        not once the raw files stopped (a full disk, a read-only folder: they said why, once)."""
         from npu_tf_profiling.runtime import call_sites
 
+        if not self.collecting:
+            return
         path = layout.device_dir(self.prof_dir, self.device_id) / layout.DATA_DIR / CALL_SITES_FILE
         try:
             atomic_write_json(path, call_sites.payload())

@@ -31,6 +31,7 @@ class ModelEvidence:
     sites: CallSites
     truth: HostTruth
     retraces: tuple[int, float]  # (count, total µs) of other_runs' "retrace" records
+    runs: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # every other run's span (µs): not host time
 
     @property
     def total_us(self) -> float:
@@ -75,10 +76,37 @@ class ModelEvidence:
         return float((end - time).min()), float(end.max())
 
 
-def _retraces(device_dir: Path) -> tuple[int, float]:
+    def host_windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The between-steps windows less the other runs' spans and the GetNext waits: where the script's own Python ran."""
+        starts, ends = self.windows()
+        gn_start, gn_end = (self.rows[c].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+                            for c in (st.GETNEXT_START, st.GETNEXT_END))
+        waits = np.isfinite(gn_start) & np.isfinite(gn_end)
+        cut_starts = np.concatenate([self.runs[0], gn_start[waits]])
+        cut_ends = np.concatenate([self.runs[1], gn_end[waits]])
+        if not len(cut_starts):
+            return starts, ends
+        edges = np.sort(np.concatenate([starts, ends, cut_starts, cut_ends]))
+        middles = (edges[:-1] + edges[1:]) / 2
+        keep = inside(middles, starts, ends) & ~inside(middles, cut_starts, cut_ends) & (edges[1:] > edges[:-1])
+        return edges[:-1][keep], edges[1:][keep]
+
+
+def inside(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which times fall in one of the windows (any order; overlapping ones are merged first)."""
+    if not len(starts) or not len(times):
+        return np.zeros(len(times), bool)
+    order = np.argsort(starts)
+    starts, ends = starts[order], np.maximum.accumulate(ends[order])
+    k = np.searchsorted(starts, times, side="right") - 1
+    return (k >= 0) & (times <= ends[np.maximum(k, 0)])
+
+
+def _runs(device_dir: Path) -> tuple[tuple[int, float], tuple[np.ndarray, np.ndarray]]:
     runs = read_other_runs(device_dir / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
     mine = np.asarray(runs.kinds, dtype=object) == RETRACE
-    return int(mine.sum()), float((runs.ends[mine] - runs.starts[mine]).sum()) if mine.any() else 0.0
+    retraces = int(mine.sum()), float((runs.ends[mine] - runs.starts[mine]).sum()) if mine.any() else 0.0
+    return retraces, (runs.starts, runs.ends)
 
 
 def model_evidence(data: ProfData) -> list[ModelEvidence]:
@@ -86,7 +114,7 @@ def model_evidence(data: ProfData) -> list[ModelEvidence]:
     summary = summarize_prof_data(data)
     frame = annotated(data) if summary.models else None  # the summary's basis: retraced iterations left out
     devices = {d.device_id: d for d in data.devices}
-    cache: dict[int, tuple[CallSites, HostTruth, tuple[int, float]]] = {}
+    cache: dict[int, tuple[CallSites, HostTruth, tuple[tuple[int, float], tuple[np.ndarray, np.ndarray]]]] = {}
     out = []
     for m in summary.models:
         device = devices.get(m.device_id)
@@ -95,8 +123,8 @@ def model_evidence(data: ProfData) -> list[ModelEvidence]:
         if m.device_id not in cache:
             folder = Path(device.device_dir)
             cache[m.device_id] = (read_call_sites(folder / layout.DATA_DIR / CALL_SITES_FILE), read_host_truth(folder),
-                                  _retraces(folder))
-        sites, truth, retraces = cache[m.device_id]
+                                  _runs(folder))
+        sites, truth, (retraces, runs) = cache[m.device_id]
         rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
-        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info or {}, sites, truth, retraces))
+        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info or {}, sites, truth, retraces, runs))
     return out

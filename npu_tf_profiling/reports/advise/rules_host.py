@@ -13,7 +13,8 @@ import numpy as np
 
 from npu_tf_profiling.reports.advise.evidence import ModelEvidence
 from npu_tf_profiling.reports.advise.findings import LOW, MEDIUM, Finding, pct, unknown_where
-from npu_tf_profiling.reports.advise.rules_overhead import MIN_HOST_SHARE, _inside
+from npu_tf_profiling.reports.advise.evidence import inside
+from npu_tf_profiling.reports.advise.rules_overhead import MIN_HOST_SHARE
 
 SATURATED_CPU_PCT = 90.0
 
@@ -29,11 +30,14 @@ def host_python(ev: ModelEvidence, covered: float) -> list[Finding]:
                         "profile again with \"with_stack\": \"on\" to find the line (its samples name the file:line)",
                         unknown_where("no with_stack samples in this folder"), pct(h),
                         f"h = {h:.3f}: all of the host time between steps (an upper bound)", LOW)]
-    starts, ends = ev.windows()
-    between = _inside(truth.stack_times, starts, ends)
+    starts, ends = ev.host_windows()
+    between = inside(truth.stack_times, starts, ends)
     if not between.any():
         return []
-    line, count = Counter(np.asarray(truth.stack_lines, dtype=object)[between]).most_common(1)[0]
+    lines = Counter(line for line in np.asarray(truth.stack_lines, dtype=object)[between] if line)
+    if not lines:
+        return []
+    line, count = lines.most_common(1)[0]
     fraction = count / float(between.sum())
     return [Finding("host Python between steps", "the line's work", {"host_between_steps_pct": pct(h),
                     "samples_between": int(between.sum()), "samples_at_line": count},

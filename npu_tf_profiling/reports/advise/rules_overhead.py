@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from npu_tf_profiling.raw_format import call_sites as cs
-from npu_tf_profiling.reports.advise.evidence import ModelEvidence
+from npu_tf_profiling.reports.advise.evidence import ModelEvidence, inside
 from npu_tf_profiling.reports.advise.findings import HIGH, LOW, MEDIUM, Finding, pct, unknown_where
 from npu_tf_profiling.reports.advise.patches import Edit, suggested_diff
 
@@ -64,8 +64,8 @@ def eager_ops(ev: ModelEvidence) -> list[Finding]:
     truth = ev.truth
     if truth.stack_times is None or truth.stack_eager is None:
         return []
-    starts, ends = ev.windows()
-    between = _inside(truth.stack_times, starts, ends)
+    starts, ends = ev.host_windows()
+    between = inside(truth.stack_times, starts, ends)
     if not between.any():
         return []
     eager = between & truth.stack_eager
@@ -73,23 +73,13 @@ def eager_ops(ev: ModelEvidence) -> list[Finding]:
     gain = ev.host_share() * fraction
     if gain * 100 < 1.0:
         return []
-    lines = np.asarray(truth.stack_lines, dtype=object)[eager]
-    top = max(set(lines), key=list(lines).count) if len(lines) else None
+    lines = [line for line in np.asarray(truth.stack_lines, dtype=object)[eager] if line]
+    top = max(set(lines), key=lines.count) if lines else None
     return [Finding("eager ops between steps", "move the ops into the tf.function",
                     {"between_samples": int(between.sum()), "eager_samples": int(eager.sum())},
                     "move the eager TensorFlow ops run between steps into the training tf.function (or return "
                     "their result from it)", top or unknown_where("no user line in the eager samples"), pct(gain),
                     f"h * eager samples / samples between steps, h = {ev.host_share():.3f}", MEDIUM)]
-
-
-def _inside(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Which times fall in one of the (sorted, disjoint) windows."""
-    if not len(starts):
-        return np.zeros(len(times), bool)
-    order = np.argsort(starts)
-    starts, ends = starts[order], ends[order]
-    k = np.searchsorted(starts, times, side="right") - 1
-    return (k >= 0) & (times <= ends[np.maximum(k, 0)])
 
 
 RULES = (steps_per_execution, iterations_per_loop, retraces, eager_ops)

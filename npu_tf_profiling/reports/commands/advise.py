@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from npu_tf_profiling.exit_codes import EXIT_OK
+from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from npu_tf_profiling.reports.advise.engine import advise_prof_dir, slow_rank
 from npu_tf_profiling.reports.advise.findings import JSON_SCHEMA, Advice
 from npu_tf_profiling.reports.commands.common import for_each_prof_dir
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.path is None:
         sys.stderr.write(f"{PROG}: error: PROF_DIR is required\n")
-        return 2
+        return EXIT_BAD_INPUT
     code, advices = for_each_prof_dir(PROG, args.path, lambda prof_dir: advise_prof_dir(prof_dir))
     slow = slow_rank(advices)
     if slow is not None:
