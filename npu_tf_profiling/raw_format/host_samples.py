@@ -1,7 +1,7 @@
 """host_stacks.jsonl and gc_pauses.jsonl: what the host's Python did, sampled and timed (``with_stack``, ``gc_detect_threshold``).
 
 The step trace says how long the host held the job between iterations, not what
-it did. A stack sampler (``runtime.host_stacks``) therefore writes, in
+it did. A stack sampler (``runtime.host.stacks``) therefore writes, in
 ``host_stacks.jsonl``, each distinct stack once, then the samples as (time, stack id)
 batches, so a 100 Hz sampler writes a few KB a second however deep TensorFlow's stacks are:
 
