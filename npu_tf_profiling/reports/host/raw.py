@@ -6,28 +6,15 @@ marker line that is not a JSON object is skipped), and the rest is read as if it
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import host_usage, layout
-
-
-def _objects(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.is_file():
-        return
-    with open(path, "rb") as lines:
-        for line in lines:
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                yield value
+from npu_tf_profiling.raw_format.json_lines import json_objects
 
 
 @dataclass
@@ -81,7 +68,7 @@ class Marker:
 def read_markers(device_dir: Path) -> list[Marker]:
     """The mstx markers of ``mstx.jsonl``, by start time."""
     markers = []
-    for value in _objects(Path(device_dir) / layout.DATA_DIR / layout.MSTX_FILE):
+    for value in json_objects(Path(device_dir) / layout.DATA_DIR / layout.MSTX_FILE)[0]:
         try:
             markers.append(Marker(str(value["kind"]), str(value["message"]), str(value["domain"]), int(value["tid"]),
                                   float(value["start_us"]), float(value["end_us"])))

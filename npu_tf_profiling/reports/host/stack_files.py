@@ -23,6 +23,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.host import stack_time
+from npu_tf_profiling.reports.host.iterations import Spans, iteration_spans
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs
@@ -65,7 +66,8 @@ def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
                 folded[";".join([f"device_{device.device_id}", where, *map(_frame_text, stacks.frames[stack_id])])] += 1
             events.extend(_stack_events(device.device_id, stacks, phase))
         if pauses is not None and len(pauses.starts):
-            gc_lines.extend(_gc_rows(device.device_id, pauses, rows, runs))
+            gc_lines.extend(_gc_rows(device.device_id, pauses, iteration_spans(data.table, device.device_id),
+                                     stack_time.phases(pauses.starts, rows, runs)))
             events.extend(_gc_events(device.device_id, pauses))
     written = []
     if folded:
@@ -84,16 +86,13 @@ def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
     return written
 
 
-def _gc_rows(device_id: int, pauses: Any, rows: Any, runs: Any) -> list[str]:
-    fp, end = st.float_values(rows[st.FP_START]), st.float_values(rows[st.ITERATION_END])
-    window_start = np.where(np.isfinite(st.float_values(rows[st.DATA_AUG_BOUND])), fp - st.float_values(rows[st.DATA_AUG_BOUND]), fp)
-    index = window_index(window_start, end, pauses.starts)
-    phase = stack_time.phases(pauses.starts, rows, runs)
-    models, ids = rows[st.MODEL_ID].tolist(), rows[st.ITERATION_ID_COL].tolist()
+def _gc_rows(device_id: int, pauses: Any, spans: Spans, phase: np.ndarray) -> list[str]:
+    """One CSV row per pause, in the iteration it started in (previous iteration's end to its own end)."""
+    index = window_index(spans.start, spans.end, pauses.starts)
     out = []
     for k in range(len(pauses.starts)):
         i = int(index[k])
-        model, iteration = (models[i], ids[i]) if i >= 0 else (st.NA, st.NA)
+        model, iteration = (spans.model[i], spans.iteration[i]) if i >= 0 else (st.NA, st.NA)
         out.append(f"{device_id},{model},{iteration},{pauses.starts[k]:.1f},{pauses.durations[k]:.1f},"
                    f"{pauses.generations[k]},{pauses.collected[k]},{pauses.uncollectable[k]},{phase[k]}\n")
     return out
