@@ -7,7 +7,6 @@ The stack sampler (``stacks``) and the psutil sampler (``sampler``) stay two thr
 """
 from __future__ import annotations
 
-import json
 import threading
 import warnings
 from pathlib import Path
@@ -17,6 +16,7 @@ from npu_tf_profiling import mstx
 from npu_tf_profiling.config import ProfilingOptions
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
+from npu_tf_profiling.raw_format.mstx_markers import encode_marker
 from npu_tf_profiling.runtime.host.stacks import StackRecorder
 
 # CANN's default host_sys_usage_freq is 50 Hz; see DEFAULT_FREQ_HZ's measurement in benchmarks/RESULTS.md.
@@ -114,7 +114,7 @@ class HostCollection:
         if self._mstx is not None and _mstx_owner is self:
             records = mstx.drain_records()
             if records:
-                self._mstx.append(b"".join(_encode_marker(record) for record in records))
+                self._mstx.append(b"".join(encode_marker(*record) for record in records))
 
     def close(self) -> None:
         global _mstx_owner
@@ -133,8 +133,3 @@ class HostCollection:
         if self._mstx is not None:
             self._mstx.close()
 
-
-def _encode_marker(record: mstx.Record) -> bytes:
-    kind, message, domain, tid, start_us, end_us = record
-    return json.dumps({"kind": kind, "message": message, "domain": domain, "tid": tid,
-                       "start_us": round(start_us, 3), "end_us": round(end_us, 3)}).encode() + b"\n"
