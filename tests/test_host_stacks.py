@@ -164,16 +164,19 @@ def _collection(options: dict, prof_dir: Path) -> HostCollection:
 def test_off_by_default_nothing_starts(tmp_path: Path) -> None:
     import gc
     import threading
+    import time
 
     before = threading.active_count()
     for options in ({"training_trace": "on"}, {"with_stack": False}):
         _collection(options, tmp_path).close()
     assert threading.active_count() == before and not any(tmp_path.rglob("*"))
-    collection = _collection({"gc_detect_threshold": 0}, tmp_path)
-    assert threading.active_count() == before + 1  # the stack sampler's thread, which writes the pauses
+    collection = _collection({"gc_detect_threshold": 0, "with_stack": True}, tmp_path)
+    assert threading.active_count() == before + 1  # one stack sampler thread, which also writes the pauses
     gc.collect()
-    collection.flush()  # before reports: the pause is on disk while the thread still runs
+    time.sleep(0.1)  # ~10 samples at 100 Hz, well inside the thread's own 0.5 s flush period
+    collection.flush()  # before reports: what the thread holds is on disk while it still runs
     assert (layout.gc_pauses_path(tmp_path, 0)).read_bytes().count(b'"generation": 2') >= 1
+    assert len(read_host_stacks(layout.host_stacks_path(tmp_path, 0)).times_us) >= 1
     collection.close()
     assert threading.active_count() == before
 
