@@ -33,8 +33,8 @@ from bench_models import BUILDERS
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
 from npu_tf_profiling.raw_format.host_samples import read_host_stacks
-from npu_tf_profiling.runtime.gc_pauses import GcPauseRecorder
-from npu_tf_profiling.runtime.host_stacks import RATE_HZ, HostRecorder
+from npu_tf_profiling.runtime.host.gc_pauses import GcPauseRecorder
+from npu_tf_profiling.runtime.host.stacks import RATE_HZ, StackRecorder
 
 
 def deep(depth: int, work):  # a script's stack is tens of frames deep when it calls sess.run
@@ -64,7 +64,7 @@ def main() -> None:
     print(f"MLP step: median {step_us:.0f} us (wall, this machine now)")
 
     out = Path(tempfile.mkdtemp(prefix="host_recorder_cost_"))
-    recorder = HostRecorder(out, 0, StorageBudget(None), with_stack=True, gc_threshold_ms=None)
+    recorder = StackRecorder(out, 0, StorageBudget(None), with_stack=True, gc_threshold_ms=None)
     recorder.start()
     clock = time.pthread_getcpuclockid(recorder._thread.ident)
     cpu0, end = time.clock_gettime(clock), time.monotonic() + args.seconds

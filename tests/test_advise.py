@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.host_samples import encode_gc_pause, encode_samples, encode_stack
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, OTHER_RUN, CallSite, encode_call_sites
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
@@ -121,8 +121,9 @@ def test_host_truth_names_the_line_the_gc_share_and_a_saturated_cpu(tmp_path: Pa
     # the samples at line 17 fall in a recorded run's span: not the script's own Python (the run's time is the run's)
     (data / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(T0_US + 1000.0 * k + 55, T0_US + 1000.0 * k + 65,
                                                                            "evaluation", None) for k in range(1, 20)))
-    (data / layout.HOST_SYS_FILE).write_text("\n".join(json.dumps({"t_us": T0_US + i * 1e6, "sys_cpu": [9.0 * i, i, 0, 0, 0, 0.3 * i]})
-                                                       for i in range(3)))
+    (data / layout.HOST_SYS_FILE).write_bytes(host_usage.encode_header({"cpus": 4, "netcard_kbps": None, "freq_hz": 1})
+                                              + b"".join(host_usage.encode_sample(T0_US + i * 1e6, {"sys_cpu": [9.0 * i, i, 0, 0, 0, 0.3 * i]})
+                                                         for i in range(3)))
     found = _by_rule(prof)
     span = 19 * 1000.0  # the 19 steady iterations: from iteration 1's end to iteration 20's
     gc = 9 * 50.0 / span

@@ -29,9 +29,10 @@ from npu_tf_profiling.raw_format.append_writer import StorageBudget
 from npu_tf_profiling.raw_format.host_samples import encode_gc_pause, encode_samples, encode_stack, read_host_stacks
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.reports import chrome_trace
-from npu_tf_profiling.reports.step import host_time
+from npu_tf_profiling.reports.host import stack_time
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
-from npu_tf_profiling.runtime.host_stacks import HostRecorder, start_host_recorder
+from npu_tf_profiling.runtime.host.collection import HostCollection
+from npu_tf_profiling.runtime.host.stacks import StackRecorder
 from npu_tf_profiling.runtime.session.fed_arrays import OBSERVED, FeedWatch
 from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
 from tests.helpers.trace_files import only_prof_dir
@@ -81,10 +82,10 @@ def test_the_folded_file_holds_every_sample_by_phase(profiled: Path) -> None:
     for line in _report(profiled, "host_stacks").read_text().splitlines():
         stack, count = line.rsplit(" ", 1)
         device, phase, *frames = stack.split(";")
-        assert device == "device_0" and phase in (host_time.PHASE_HOST, host_time.PHASE_STEP, host_time.PHASE_OUTSIDE,
-                                                  host_time.PHASE_OTHER, host_time.PHASE_INPUT) and frames
+        assert device == "device_0" and phase in (stack_time.PHASE_HOST, stack_time.PHASE_STEP, stack_time.PHASE_OUTSIDE,
+                                                  stack_time.PHASE_OTHER, stack_time.PHASE_INPUT) and frames
         counts[phase] = counts.get(phase, 0) + int(count)
-        if phase == host_time.PHASE_HOST and f"numpy_helper ({SCRIPT.name}:{PLANTED_LINE})" in frames:
+        if phase == stack_time.PHASE_HOST and f"numpy_helper ({SCRIPT.name}:{PLANTED_LINE})" in frames:
             counts["planted"] = counts.get("planted", 0) + int(count)
     assert sum(v for k, v in counts.items() if k != "planted") == len(raw.times_us)
     assert counts["planted"] >= 10
@@ -109,7 +110,7 @@ def test_the_host_trace_has_gc_events_and_stack_spans(profiled: Path) -> None:
     gc_events = [e for e in events if e.get("cat") == "gc"]
     stack_spans = [e for e in events if e.get("cat") == "with_stack"]
     assert sum(e["name"] == "GC gen 2" for e in gc_events) >= 3  # after steps 4, 8 and 12
-    assert any(e["name"] == f"{SCRIPT.name}:{PLANTED_LINE} numpy_helper" and e["args"]["phase"] == host_time.PHASE_HOST
+    assert any(e["name"] == f"{SCRIPT.name}:{PLANTED_LINE} numpy_helper" and e["args"]["phase"] == stack_time.PHASE_HOST
                for e in stack_spans)
     assert any(e.get("name", "").startswith("Iteration") for e in events)  # beside the step trace's tracks
 
@@ -138,8 +139,8 @@ def _synthetic(tmp_path: Path) -> Path:
 def test_samples_and_pauses_are_attributed_by_phase_exactly(tmp_path: Path) -> None:
     model = summarize_prof_dir(_synthetic(tmp_path)).models[0]
     stacks = model.host_stacks
-    assert stacks["by_phase"] == {host_time.PHASE_HOST: 10, host_time.PHASE_STEP: 9, host_time.PHASE_OTHER: 1,
-                                  host_time.PHASE_INPUT: 1, host_time.PHASE_OUTSIDE: 1}
+    assert stacks["by_phase"] == {stack_time.PHASE_HOST: 10, stack_time.PHASE_STEP: 9, stack_time.PHASE_OTHER: 1,
+                                  stack_time.PHASE_INPUT: 1, stack_time.PHASE_OUTSIDE: 1}
     assert stacks["lines"] == [{"file": "train.py", "line": 10, "function": "helper", "samples": 10, "share": 1.0}]
     gc_info = model.gc_pauses
     assert (gc_info["count"], gc_info["between_count"], gc_info["between_us"]) == (2, 1, 30.0)
@@ -156,16 +157,28 @@ def test_asked_but_nothing_between_iterations_says_so(tmp_path: Path) -> None:
     assert "with_stack: none of the 1 stack samples fell in the host time between iterations" in text
 
 
-def test_off_by_default_nothing_starts(tmp_path: Path) -> None:
-    assert start_host_recorder(ProfilingOptions.parse({"training_trace": "on"}), tmp_path, 0, StorageBudget(None)) is None
-    assert start_host_recorder(ProfilingOptions.parse({"with_stack": False}), tmp_path, 0, StorageBudget(None)) is None
-    recorder = start_host_recorder(ProfilingOptions.parse({"gc_detect_threshold": 0}), tmp_path, 0, StorageBudget(None))
-    assert recorder is not None and not recorder.with_stack
-    import gc
+def _collection(options: dict, prof_dir: Path) -> HostCollection:
+    return HostCollection(ProfilingOptions.parse(options), prof_dir, 0, StorageBudget(None), "CPU", lambda note: None)
 
+
+def test_off_by_default_nothing_starts(tmp_path: Path) -> None:
+    import gc
+    import threading
+    import time
+
+    before = threading.active_count()
+    for options in ({"training_trace": "on"}, {"with_stack": False}):
+        _collection(options, tmp_path).close()
+    assert threading.active_count() == before and not any(tmp_path.rglob("*"))
+    collection = _collection({"gc_detect_threshold": 0, "with_stack": True}, tmp_path)
+    assert threading.active_count() == before + 1  # one stack sampler thread, which also writes the pauses
     gc.collect()
-    recorder.stop()
+    time.sleep(0.1)  # ~10 samples at 100 Hz, well inside the thread's own 0.5 s flush period
+    collection.flush()  # before reports: what the thread holds is on disk while it still runs
     assert (layout.gc_pauses_path(tmp_path, 0)).read_bytes().count(b'"generation": 2') >= 1
+    assert len(read_host_stacks(layout.host_stacks_path(tmp_path, 0)).times_us) >= 1
+    collection.close()
+    assert threading.active_count() == before
 
 
 def test_feeds_that_are_the_same_each_iteration_are_told_apart_from_batches() -> None:
@@ -216,7 +229,7 @@ def test_a_full_disk_stops_the_recording_with_one_warning(tmp_path: Path) -> Non
     import time
     import warnings
 
-    recorder = HostRecorder(tmp_path, 0, StorageBudget(64), with_stack=True, gc_threshold_ms=None, rate_hz=200)
+    recorder = StackRecorder(tmp_path, 0, StorageBudget(64), with_stack=True, gc_threshold_ms=None, rate_hz=200)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         recorder.start()

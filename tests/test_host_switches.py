@@ -29,7 +29,8 @@ from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
 from npu_tf_profiling.reports import chrome_trace
 from npu_tf_profiling.reports.host.iterations import iteration_spans
-from npu_tf_profiling.reports.host.raw import read_host_samples, read_markers
+from npu_tf_profiling.raw_format.mstx_markers import read_markers
+from npu_tf_profiling.reports.host.raw import read_host_samples
 from npu_tf_profiling.reports.prof_dir import load_prof_dir
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.runtime.host.collection import HostCollection

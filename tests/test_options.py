@@ -49,7 +49,7 @@ TABLE: dict[str, tuple[list, list]] = {
     # absolute paths only here: a relative one is made absolute (test_view.py checks that)
     "tensorboard": (["/tmp/tb", "/tmp/logs/run 1"], ["", "  ", 3, None, "/tmp/a\nb", "/tmp/\x7f"]),
     "timeline_slice_mb": ([1, 200, 2048, "300"], [0, 2049, -1, 1.5, "", "x", True, None]),
-    # The peers' host switches (runtime/host_stacks.py).
+    # The peers' host switches (runtime/host/stacks.py).
     "with_stack": ([True, False], [1, "true", None, ""]),  # "on"/"off" read as a bool (option_specs.switch)
     "gc_detect_threshold": ([0, 0.5, 10], [-1, "5", True, None, float("nan"), float("inf")]),
     # The peers' key (issue 47): a JSON bool; CANN-style "on"/"off" read as one (test_host_switches.py).

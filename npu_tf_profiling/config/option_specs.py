@@ -196,7 +196,7 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("tensorboard", log_folder, True, "ours: also write the step phases as TensorBoard scalars into this logdir"),
     OptionSpec("timeline_slice_mb", int_range(1, 2048, " MiB"), True,
                "ours: largest timeline file; bigger ones are sliced as CANN does (default 200, CANN's slice_file_size)"),
-    # The peers' host-side switches (torch_npu, MindSpore): runtime/host_stacks.py.
+    # The peers' host-side switches (torch_npu, MindSpore): runtime/host/stacks.py.
     OptionSpec("with_stack", switch, True, "sample the training thread's Python stacks (100 Hz) and name the lines holding host time"),
     OptionSpec("gc_detect_threshold", milliseconds, True, "record every Python GC pause of at least this many ms (torch_npu's key)"),
     # runtime/host/ collects it, with host_sys and msproftx.

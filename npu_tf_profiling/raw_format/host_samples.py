@@ -1,7 +1,7 @@
 """host_stacks.jsonl and gc_pauses.jsonl: what the host's Python did, sampled and timed (``with_stack``, ``gc_detect_threshold``).
 
 The step trace says how long the host held the job between iterations, not what
-it did. A stack sampler (``runtime.host_stacks``) therefore writes, in
+it did. A stack sampler (``runtime.host.stacks``) therefore writes, in
 ``host_stacks.jsonl``, each distinct stack once, then the samples as (time, stack id)
 batches, so a 100 Hz sampler writes a few KB a second however deep TensorFlow's stacks are:
 
@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+
+from npu_tf_profiling.raw_format.json_lines import json_objects
 
 K_STACK, K_FRAMES, K_USER, K_TIMES = "stack", "frames", "user", "t_us"
 GC_FIELDS = ("start_us", "duration_us", "generation", "collected", "uncollectable")
@@ -58,14 +60,12 @@ class HostStacks:
 
 def read_host_stacks(path: Path) -> HostStacks:
     """The stacks in `path` (none when it does not exist); unreadable lines, and samples naming no stack, are skipped."""
-    out = HostStacks()
-    if not path.is_file():
-        return out
+    records, skipped = json_objects(path)
+    out = HostStacks(skipped=skipped)
     times: list[float] = []
     ids: list[int] = []
-    for line in path.read_bytes().splitlines():
+    for record in records:
         try:
-            record = json.loads(line)
             if K_FRAMES in record:
                 stack_id = int(record[K_STACK])
                 out.frames[stack_id] = [(str(f), int(n), str(fn)) for f, n, fn in record[K_FRAMES]]
@@ -99,13 +99,10 @@ class GcPauses:
 
 
 def read_gc_pauses(path: Path) -> GcPauses:
-    if not path.is_file():
-        return GcPauses()
+    records, skipped = json_objects(path)
     rows: list[tuple[Any, ...]] = []
-    skipped = 0
-    for line in path.read_bytes().splitlines():
+    for record in records:
         try:
-            record = json.loads(line)
             row = (float(record["start_us"]), float(record["duration_us"]), int(record["generation"]),
                    int(record["collected"]), int(record["uncollectable"]))
         except (ValueError, KeyError, TypeError):

@@ -21,6 +21,8 @@ from typing import Optional
 
 import numpy as np
 
+from npu_tf_profiling.raw_format.json_lines import json_objects
+
 K_START, K_END, K_KIND, K_NAME = "start_us", "end_us", "kind", "name"
 K_MODEL_ID, K_SIGNATURE = "model_id", "signature"  # a retrace's line only
 
@@ -67,12 +69,10 @@ class OtherRuns:
 
 def read_other_runs(path: Path) -> OtherRuns:
     """The runs in `path` (none when it does not exist); unreadable lines are counted in `skipped`."""
-    if not path.is_file():
-        return OtherRuns()
-    starts, ends, kinds, skipped, retraces = [], [], [], 0, []
-    for line in path.read_bytes().splitlines():
+    records, skipped = json_objects(path)
+    starts, ends, kinds, retraces = [], [], [], []
+    for record in records:
         try:
-            record = json.loads(line)
             start, end, kind = float(record[K_START]), float(record[K_END]), str(record[K_KIND])
             retrace = _retrace(record, start, end) if kind == RETRACE else None
         except (ValueError, KeyError, TypeError, AttributeError):

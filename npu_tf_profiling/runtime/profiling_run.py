@@ -25,7 +25,6 @@ from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.config.resolution import ignored_env_note
 from npu_tf_profiling.runtime.device import device_id as current_device_id
 from npu_tf_profiling.runtime.device import rank_size
-from npu_tf_profiling.runtime.host_stacks import start_host_recorder
 from npu_tf_profiling.runtime.host.collection import HostCollection
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
@@ -80,8 +79,8 @@ class ProfilingRun:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
         self._announce()
-        self._host_stacks = start_host_recorder(self.resolution.options, self.prof_dir, self.device_id, self._budget)
-        # host_sys, host_sys_usage, profile_memory, msproftx (runtime/host/): nothing starts unless asked for.
+        # with_stack, gc_detect_threshold, host_sys, host_sys_usage, profile_memory, msproftx (runtime/host/):
+        # nothing starts unless asked for.
         self._host = HostCollection(self.resolution.options, self.prof_dir, self.device_id, self._budget, self.device_kind,
                                     self.add_note)
 
@@ -254,8 +253,6 @@ class ProfilingRun:
 
     def close(self) -> None:
         self.flush_other_runs()
-        if self._host_stacks is not None:
-            self._host_stacks.stop()
         self._host.close()
         for writer in (*self._writers, self._anomalies):
             writer.close()

@@ -21,6 +21,7 @@ from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.summary import (SHARE_DATA_AUG, SHARE_GETNEXT, ModelSummary, annotated, basis_rows,
                                                    summarize_prof_data)
+from npu_tf_profiling.reports.windows import inside
 
 
 @dataclass
@@ -90,16 +91,6 @@ class ModelEvidence:
         middles = (edges[:-1] + edges[1:]) / 2
         keep = inside(middles, starts, ends) & ~inside(middles, cut_starts, cut_ends) & (edges[1:] > edges[:-1])
         return edges[:-1][keep], edges[1:][keep]
-
-
-def inside(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Which times fall in one of the windows (any order; overlapping ones are merged first)."""
-    if not len(starts) or not len(times):
-        return np.zeros(len(times), bool)
-    order = np.argsort(starts)
-    starts, ends = starts[order], np.maximum.accumulate(ends[order])
-    k = np.searchsorted(starts, times, side="right") - 1
-    return (k >= 0) & (times <= ends[np.maximum(k, 0)])
 
 
 def _runs(device_dir: Path) -> tuple[tuple[int, float], tuple[np.ndarray, np.ndarray]]:

@@ -1,7 +1,7 @@
 """The one place `advise` reads the host-truth files: with_stack's stack samples, GC pauses, host_sys CPU usage.
 
 Other parts of the package write them (the ``with_stack``, ``gc_detect_threshold`` and ``host_sys`` /
-``host_sys_usage`` options: ``raw_format.host_samples``, ``host_sys.jsonl``); `advise` needs a few facts
+``host_sys_usage`` options: ``raw_format.host_samples``, ``raw_format.host_usage``'s host_sys.csv); `advise` needs a few facts
 from them, and must work on a folder that has none (the options were off, or an earlier version wrote
 it). So the rules see only `HostTruth`: None for what was not recorded, which they then say, never guess.
 """
@@ -19,7 +19,7 @@ from npu_tf_profiling.raw_format.host_samples import read_gc_pauses, read_host_s
 from npu_tf_profiling.reports.host.raw import read_host_samples
 
 EAGER_MARKER = f"tensorflow{os.sep}python{os.sep}eager{os.sep}execute.py"  # an eager op runs through it
-SYS_CPU_IDLE = 5  # host_sys.jsonl's "sys_cpu": user, sys, iowait, irq, soft, idle (cumulative)
+SYS_CPU_IDLE = 5  # host_sys.csv's "sys_cpu" group: user, sys, iowait, irq, soft, idle (cumulative)
 
 
 @dataclass

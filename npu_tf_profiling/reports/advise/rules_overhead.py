@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from npu_tf_profiling.raw_format import call_sites as cs
-from npu_tf_profiling.reports.advise.evidence import ModelEvidence, inside
+from npu_tf_profiling.reports.advise.evidence import ModelEvidence
+from npu_tf_profiling.reports.windows import inside
 from npu_tf_profiling.reports.advise.findings import HIGH, LOW, MEDIUM, Finding, pct, unknown_where
 from npu_tf_profiling.reports.advise.patches import Edit, suggested_diff
 

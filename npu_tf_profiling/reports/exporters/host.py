@@ -2,7 +2,7 @@
 
 Two exporters, each written only when its switch recorded something:
 ``host_python`` (``with_stack``, ``gc_detect_threshold``: the collapsed
-stacks, the GC pauses CSV, the host Python timeline; ``reports.step.host_files``)
+stacks, the GC pauses CSV, the host Python timeline; ``reports.host.stack_files``)
 and ``host_usage`` (``host_sys``, ``profile_memory``, ``msproftx``: CANN's host
 usage CSVs, peak memory per iteration, the markers; ``reports.host.write``).
 They are text outputs; a failure in either is one warning, since the step
@@ -19,7 +19,7 @@ from npu_tf_profiling.reports.report_paths import ReportPaths
 def _write_host_python(job: ExportJob, out: ReportPaths) -> None:
     if job.data is None:
         return
-    from npu_tf_profiling.reports.step.host_files import host_files_note, write_host_files
+    from npu_tf_profiling.reports.host.stack_files import host_files_note, write_host_files
 
     try:
         paths = write_host_files(job.data, job.timestamp)

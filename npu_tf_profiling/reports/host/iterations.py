@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
-from npu_tf_profiling.reports.host.raw import HostSamples, Marker
+from npu_tf_profiling.raw_format.mstx_markers import Marker
+from npu_tf_profiling.reports.host.raw import HostSamples
 from npu_tf_profiling.reports.step import table as st
 
 MB = 1024.0

@@ -11,7 +11,8 @@ from typing import Optional
 import pandas as pd
 
 from npu_tf_profiling.reports.host import iterations
-from npu_tf_profiling.reports.host.raw import read_host_samples, read_markers
+from npu_tf_profiling.raw_format.mstx_markers import read_markers
+from npu_tf_profiling.reports.host.raw import read_host_samples
 from npu_tf_profiling.reports.step import table as st
 
 

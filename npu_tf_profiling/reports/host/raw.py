@@ -1,33 +1,19 @@
-"""Read a device folder's ``host_sys.csv`` and ``mstx.jsonl`` (``raw_format.layout`` documents both).
+"""Read a device folder's ``host_sys.csv`` (``raw_format.host_usage`` documents it) as columns.
 
-Both are appended in batches while the job runs, so a kill can tear the last line: it is dropped (a
-marker line that is not a JSON object is skipped), and the rest is read as if it were not there.
+It is appended in batches while the job runs, so a kill can tear the last line: it is dropped, and the
+rest is read as if it were not there. (``mstx.jsonl``'s reader is ``raw_format.mstx_markers``.)
 """
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import host_usage, layout
-
-
-def _objects(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.is_file():
-        return
-    with open(path, "rb") as lines:
-        for line in lines:
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                yield value
 
 
 @dataclass
@@ -66,25 +52,3 @@ def read_host_samples(device_dir: Path) -> Optional[HostSamples]:
         values = frame[list(names)].to_numpy(dtype=float)
         columns[group] = values[:, 0] if len(names) == 1 else values
     return HostSamples(head["header"], frame["t_us"].to_numpy(dtype=float), columns)
-
-
-@dataclass(frozen=True)
-class Marker:
-    kind: str  # "mark" or "range"
-    message: str
-    domain: str
-    tid: int
-    start_us: float
-    end_us: float
-
-
-def read_markers(device_dir: Path) -> list[Marker]:
-    """The mstx markers of ``mstx.jsonl``, by start time."""
-    markers = []
-    for value in _objects(Path(device_dir) / layout.DATA_DIR / layout.MSTX_FILE):
-        try:
-            markers.append(Marker(str(value["kind"]), str(value["message"]), str(value["domain"]), int(value["tid"]),
-                                  float(value["start_us"]), float(value["end_us"])))
-        except (KeyError, TypeError, ValueError):
-            continue
-    return sorted(markers, key=lambda m: m.start_us)

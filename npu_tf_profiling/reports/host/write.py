@@ -14,7 +14,8 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.host import iterations
 from npu_tf_profiling.reports.host.notes import memory_notes, range_notes
-from npu_tf_profiling.reports.host.raw import read_host_samples, read_markers
+from npu_tf_profiling.raw_format.mstx_markers import read_markers
+from npu_tf_profiling.reports.host.raw import read_host_samples
 from npu_tf_profiling.reports.host.timeline import write_host_timeline
 from npu_tf_profiling.reports.host.usage import write_usage_csvs
 from npu_tf_profiling.reports.step import table as st

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.reports.host.raw import read_markers
+from npu_tf_profiling.raw_format.mstx_markers import read_markers
 from npu_tf_profiling.reports.msprof.db_schema import Columns, StringIds
 from npu_tf_profiling.reports.msprof.rank_model import RankModel, us_to_ns
 

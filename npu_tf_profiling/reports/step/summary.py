@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
-from npu_tf_profiling.reports.step import host_time
+from npu_tf_profiling.reports.host import stack_time
 from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
 from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
 from npu_tf_profiling.reports.step import table as st
@@ -110,7 +110,7 @@ class ModelSummary:
     between: Optional[dict[str, Any]] = None
     # The iterations whose call retraced the step, left out like warm-up: {"iteration": id, "retrace": words}.
     retraces: list[dict[str, Any]] = field(default_factory=list)
-    # with_stack / gc_detect_threshold (``host_time.stack_summary`` / ``gc_summary``); None when not asked for.
+    # with_stack / gc_detect_threshold (``stack_time.stack_summary`` / ``gc_summary``); None when not asked for.
     host_stacks: Optional[dict[str, Any]] = None
     gc_pauses: Optional[dict[str, Any]] = None
     # What the host side recorded (host_sys / profile_memory / mstx, ``reports.host.notes``): one line each.
@@ -128,9 +128,9 @@ class ModelSummary:
         measure = f" ({self.input_measure})" if self.input_measure else ""
         lines.append(f"Input: {_pct(self.input_share)} of step time{measure} -> {self.verdict}")
         if self.between is not None:
-            lines.append(_between_line(self.between, host_time.host_clause(self.host_stacks)))
+            lines.append(_between_line(self.between, stack_time.host_clause(self.host_stacks)))
             lines.extend(filter(None, [_long_gaps_line(self.between)]))
-        lines.extend(host_time.render_lines(self.host_stacks, self.gc_pauses, (self.between or {}).get("host_share")))
+        lines.extend(stack_time.render_lines(self.host_stacks, self.gc_pauses, (self.between or {}).get("host_share")))
         if self.retraces:
             lines.append("Retraced, left out of the statistics like warm-up: "
                          + "; ".join(f"Iteration ID {r['iteration']}: {r['retrace']}" for r in self.retraces))
@@ -374,14 +374,14 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Option
 
 def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], frame: pd.DataFrame, runs: Any) -> None:
     """The stacks and GC pauses the run was asked to record, against this model's statistics rows."""
-    stacks, pauses = host_time.load_stacks(device_dir, info), host_time.load_gc(device_dir, info)
+    stacks, pauses = stack_time.load_stacks(device_dir, info), stack_time.load_gc(device_dir, info)
     if stacks is None and pauses is None:
         return
     rows = basis_rows(frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)])[1]
     if stacks is not None:
-        m.host_stacks = host_time.stack_summary(stacks, rows, runs)
+        m.host_stacks = stack_time.stack_summary(stacks, rows, runs)
     if pauses is not None:
-        m.gc_pauses = host_time.gc_summary(pauses, rows, host_time.options_of(info).get("gc_detect_threshold"))
+        m.gc_pauses = stack_time.gc_summary(pauses, rows, stack_time.options_of(info).get("gc_detect_threshold"))
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:

@@ -1,12 +1,12 @@
-"""The host-side collection of one PROF folder: what ``host_sys``, ``host_sys_usage``, ``profile_memory``
-and ``msproftx`` ask for, started with the folder and stopped with it.
+"""The host-side collection of one PROF folder: what ``with_stack``, ``gc_detect_threshold``, ``host_sys``,
+``host_sys_usage``, ``profile_memory`` and ``msproftx`` ask for, started with the folder and stopped with it.
 
 ``ProfilingRun`` owns one ``HostCollection``; it flushes it before building reports and closes it at the
 end. Each part is off unless asked for, so a run without these options starts no thread and opens no file.
+The stack sampler (``stacks``) and the psutil sampler (``sampler``) stay two threads: see ``stacks``.
 """
 from __future__ import annotations
 
-import json
 import threading
 import warnings
 from pathlib import Path
@@ -16,6 +16,8 @@ from npu_tf_profiling import mstx
 from npu_tf_profiling.config import ProfilingOptions
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
+from npu_tf_profiling.raw_format.mstx_markers import encode_marker
+from npu_tf_profiling.runtime.host.stacks import StackRecorder
 
 # CANN's default host_sys_usage_freq is 50 Hz; see DEFAULT_FREQ_HZ's measurement in benchmarks/RESULTS.md.
 DEFAULT_FREQ_HZ = 50
@@ -48,10 +50,18 @@ def _gpu_peak_reader(device_kind: str) -> Optional[Callable[[], Optional[int]]]:
 class HostCollection:
     def __init__(self, options: ProfilingOptions, prof_dir: Path, device_id: int, budget: StorageBudget,
                  device_kind: str, add_note: Callable[[str], None]) -> None:
+        self._stacks: Optional[StackRecorder] = None
         self._sampler: Optional[HostSampler] = None
         self._mstx: Optional[AppendOnlyWriter] = None
         self._mstx_thread: Optional[threading.Thread] = None
         self._stopping = threading.Event()
+        if options.with_stack or options.gc_detect_threshold is not None:
+            try:
+                self._stacks = StackRecorder(prof_dir, device_id, budget, bool(options.with_stack), options.gc_detect_threshold)
+                self._stacks.start()
+            except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
+                self._stacks = None
+                add_note(f"with_stack / gc_detect_threshold: not recorded ({exc!r})")
         host_sys = _items(options.host_sys)
         for item in sorted(host_sys & set(_NOT_SAMPLED)):
             add_note(_NOT_SAMPLED[item])
@@ -97,18 +107,22 @@ class HostCollection:
 
     def flush(self) -> None:
         """Write what is still in memory (before reports are built)."""
+        if self._stacks is not None:
+            self._stacks.flush()
         if self._sampler is not None:
             self._sampler.flush()
         if self._mstx is not None and _mstx_owner is self:
             records = mstx.drain_records()
             if records:
-                self._mstx.append(b"".join(_encode_marker(record) for record in records))
+                self._mstx.append(b"".join(encode_marker(*record) for record in records))
 
     def close(self) -> None:
         global _mstx_owner
         self._stopping.set()
         if self._mstx_thread is not None:
             self._mstx_thread.join(timeout=5.0)
+        if self._stacks is not None:
+            self._stacks.stop()
         if self._sampler is not None:
             self._sampler.stop()
         self.flush()
@@ -119,8 +133,3 @@ class HostCollection:
         if self._mstx is not None:
             self._mstx.close()
 
-
-def _encode_marker(record: mstx.Record) -> bytes:
-    kind, message, domain, tid, start_us, end_us = record
-    return json.dumps({"kind": kind, "message": message, "domain": domain, "tid": tid,
-                       "start_us": round(start_us, 3), "end_us": round(end_us, 3)}).encode() + b"\n"

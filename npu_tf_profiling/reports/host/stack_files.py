@@ -22,11 +22,13 @@ import numpy as np
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.host import stack_time
+from npu_tf_profiling.reports.host.iterations import Spans, iteration_spans
 from npu_tf_profiling.reports.prof_dir import ProfData
-from npu_tf_profiling.reports.step import host_time
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs
 from npu_tf_profiling.reports.step.timeline import step_trace_events
+from npu_tf_profiling.reports.windows import window_index
 
 GC_COLUMNS = ["Device_id", "Model ID", "Iteration ID", "Start(us)", "Duration(us)", "Generation", "Collected",
               "Uncollectable", "Phase"]
@@ -53,18 +55,19 @@ def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
     gc_lines: list[str] = []
     events: list[chrome_trace.Event] = []
     for device in data.devices:
-        stacks, pauses = host_time.load_stacks(device.device_dir, device.info), host_time.load_gc(device.device_dir, device.info)
+        stacks, pauses = stack_time.load_stacks(device.device_dir, device.info), stack_time.load_gc(device.device_dir, device.info)
         if stacks is None and pauses is None:
             continue
         rows = _device_rows(data, device.device_id)
         runs = load_other_runs(device.device_dir, device.info)
         if stacks is not None and len(stacks.times_us):
-            phase = host_time.phases(stacks.times_us, rows, runs)
+            phase = stack_time.phases(stacks.times_us, rows, runs)
             for stack_id, where in zip(stacks.stack_ids.tolist(), phase.tolist()):
                 folded[";".join([f"device_{device.device_id}", where, *map(_frame_text, stacks.frames[stack_id])])] += 1
             events.extend(_stack_events(device.device_id, stacks, phase))
         if pauses is not None and len(pauses.starts):
-            gc_lines.extend(_gc_rows(device.device_id, pauses, rows, runs))
+            gc_lines.extend(_gc_rows(device.device_id, pauses, iteration_spans(data.table, device.device_id),
+                                     stack_time.phases(pauses.starts, rows, runs)))
             events.extend(_gc_events(device.device_id, pauses))
     written = []
     if folded:
@@ -83,16 +86,13 @@ def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
     return written
 
 
-def _gc_rows(device_id: int, pauses: Any, rows: Any, runs: Any) -> list[str]:
-    fp, end = host_time._f(rows[st.FP_START]), host_time._f(rows[st.ITERATION_END])
-    window_start = np.where(np.isfinite(host_time._f(rows[st.DATA_AUG_BOUND])), fp - host_time._f(rows[st.DATA_AUG_BOUND]), fp)
-    index = host_time._windows(window_start, end, pauses.starts)
-    phase = host_time.phases(pauses.starts, rows, runs)
-    models, ids = rows[st.MODEL_ID].tolist(), rows[st.ITERATION_ID_COL].tolist()
+def _gc_rows(device_id: int, pauses: Any, spans: Spans, phase: np.ndarray) -> list[str]:
+    """One CSV row per pause, in the iteration it started in (previous iteration's end to its own end)."""
+    index = window_index(spans.start, spans.end, pauses.starts)
     out = []
     for k in range(len(pauses.starts)):
         i = int(index[k])
-        model, iteration = (models[i], ids[i]) if i >= 0 else (st.NA, st.NA)
+        model, iteration = (spans.model[i], spans.iteration[i]) if i >= 0 else (st.NA, st.NA)
         out.append(f"{device_id},{model},{iteration},{pauses.starts[k]:.1f},{pauses.durations[k]:.1f},"
                    f"{pauses.generations[k]},{pauses.collected[k]},{pauses.uncollectable[k]},{phase[k]}\n")
     return out
@@ -104,7 +104,7 @@ def _stack_events(device_id: int, stacks: Any, phase: np.ndarray) -> list[chrome
     if not len(times):
         return []
     period = float(np.median(np.diff(times))) if len(times) > 1 else 10_000.0
-    lines = [host_time.line_of(stacks, int(s)) for s in stacks.stack_ids]
+    lines = [stack_time.line_of(stacks, int(s)) for s in stacks.stack_ids]
     events: list[chrome_trace.Event] = []
     start = 0
     for k in range(1, len(times) + 1):

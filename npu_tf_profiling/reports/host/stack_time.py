@@ -27,6 +27,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.host_samples import GcPauses, HostStacks, read_gc_pauses, read_host_stacks
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns
 from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.reports.windows import inside, window_index
 
 PHASE_HOST = "between iterations: host"
 PHASE_INPUT = "between iterations: waiting on input"
@@ -55,41 +56,17 @@ def load_gc(device_dir: Path, info: dict[str, Any]) -> Optional[GcPauses]:
     return read_gc_pauses(Path(device_dir) / layout.DATA_DIR / layout.GC_PAUSES_FILE)
 
 
-def _f(series: pd.Series) -> np.ndarray:
-    return series.astype("float64").to_numpy(dtype="float64", na_value=np.nan)
-
-
-def _windows(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Index of the window [start, end) each time falls in, -1 for none (windows must not overlap)."""
-    known = np.isfinite(starts) & np.isfinite(ends)
-    starts, ends = starts[known], ends[known]
-    order = np.argsort(starts, kind="stable")
-    starts, ends, index = starts[order], ends[order], np.flatnonzero(known)[order]
-    k = np.searchsorted(starts, times, side="right") - 1
-    inside = (k >= 0) & (times < ends[np.maximum(k, 0)]) if len(starts) else np.zeros(len(times), bool)
-    return np.where(inside, index[np.maximum(k, 0)] if len(starts) else -1, -1)
-
-
-def _in_spans(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    if not len(starts):
-        return np.zeros(len(times), bool)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], np.maximum.accumulate(ends[order])
-    k = np.searchsorted(s, times, side="right") - 1
-    return (k >= 0) & (times <= e[np.maximum(k, 0)])
-
-
 def phases(times: np.ndarray, rows: pd.DataFrame, runs: Optional[OtherRuns]) -> np.ndarray:
     """Each time's phase (``PHASE_*``) against `rows` (one model's step-trace rows)."""
-    fp, end = _f(rows[st.FP_START]), _f(rows[st.ITERATION_END])
+    fp, end = st.float_values(rows[st.FP_START]), st.float_values(rows[st.ITERATION_END])
     out = np.full(len(times), PHASE_OUTSIDE, dtype=object)
-    out[_windows(fp, end, times) >= 0] = PHASE_STEP
-    between = _windows(fp - _f(rows[st.DATA_AUG_BOUND]), fp, times) >= 0
+    out[window_index(fp, end, times) >= 0] = PHASE_STEP
+    between = window_index(fp - st.float_values(rows[st.DATA_AUG_BOUND]), fp, times) >= 0
     out[between] = PHASE_HOST
     if runs is not None and len(runs.kinds):
         reads = np.asarray(runs.kinds, dtype=object) == INPUT_READS
-        out[between & _in_spans(times, runs.starts[~reads], runs.ends[~reads])] = PHASE_OTHER
-        out[between & _in_spans(times, runs.starts[reads], runs.ends[reads])] = PHASE_INPUT
+        out[between & inside(times, runs.starts[~reads], runs.ends[~reads])] = PHASE_OTHER
+        out[between & inside(times, runs.starts[reads], runs.ends[reads])] = PHASE_INPUT
     return out
 
 
@@ -118,8 +95,8 @@ def stack_summary(stacks: HostStacks, rows: pd.DataFrame, runs: Optional[OtherRu
 
 def gc_summary(pauses: GcPauses, rows: pd.DataFrame, threshold_ms: Any) -> dict[str, Any]:
     """One model's GC pauses: all of them, those between iterations, and their time as a share of Data Aug Bound."""
-    fp, dab, it_time = _f(rows[st.FP_START]), _f(rows[st.DATA_AUG_BOUND]), _f(rows[st.ITERATION_TIME])
-    between = _windows(fp - dab, fp, pauses.starts) >= 0
+    fp, dab, it_time = st.float_values(rows[st.FP_START]), st.float_values(rows[st.DATA_AUG_BOUND]), st.float_values(rows[st.ITERATION_TIME])
+    between = window_index(fp - dab, fp, pauses.starts) >= 0
     known = np.isfinite(dab) & np.isfinite(it_time)
     dab_total, it_total = float(dab[known].sum()), float(it_time[known].sum())
     between_us = float(pauses.durations[between].sum())

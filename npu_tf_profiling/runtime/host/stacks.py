@@ -7,7 +7,12 @@ Every 1/rate seconds the thread reads the training thread's frame from
 a stack seen for the first time is written once with its frames. The same
 thread writes the GC pauses ``gc_pauses`` collected. Lines go out in batches
 every FLUSH_S through the run's append-only writers, so a kill loses at most
-that last batch.
+that last batch. ``HostCollection`` (``collection``) starts, flushes and stops it with
+the folder's other host parts. It stays a thread of its own, not a step of the psutil
+sampler's: one thread would do the same work (no CPU saved but a wake-up), and each psutil
+sample (~0.6-0.8 ms of CPU with every counter, against ~0.03-0.2 ms a stack sample; RESULTS.md's
+host_switches_cost and host_recorder_cost rows) would push every other stack sample late
+by 6-8% of its 10 ms period, at a rate (host_sys_usage_freq, 1-50 Hz) the user sets.
 
 The training thread is the main thread: the TF1 session loop, Estimator,
 Keras ``fit`` and custom TF2 loops all run there in the scripts we profile.
@@ -28,7 +33,7 @@ from typing import Optional
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
 from npu_tf_profiling.raw_format.host_samples import Frame, encode_samples, encode_stack
-from npu_tf_profiling.runtime.gc_pauses import GcPauseRecorder
+from npu_tf_profiling.runtime.host.gc_pauses import GcPauseRecorder
 
 RATE_HZ = 100
 FLUSH_S = 0.5
@@ -42,8 +47,8 @@ def _library_prefixes() -> tuple[str, ...]:
     return tuple(sorted({os.path.abspath(p) + os.sep for p in paths if p} | {_PACKAGE_DIR + os.sep}))
 
 
-class HostRecorder:
-    """The sampler thread of one PROF_* folder (stacks with ``with_stack``, GC pauses with ``gc_detect_threshold``)."""
+class StackRecorder:
+    """The stack sampler thread of one PROF_* folder (stacks with ``with_stack``, GC pauses with ``gc_detect_threshold``)."""
 
     def __init__(self, prof_dir: Path, device_id: int, budget: StorageBudget, with_stack: bool,
                  gc_threshold_ms: Optional[float], rate_hz: float = RATE_HZ) -> None:
@@ -59,9 +64,10 @@ class HostRecorder:
         self._last_quick: tuple = ()
         self._last_id = -1
         self._libraries = _library_prefixes()
+        self._lock = threading.Lock()  # a flush from the run's thread must not split a sample's two appends
         self._stop = threading.Event()
         self._target = threading.main_thread().ident
-        self._thread = threading.Thread(target=self._run, name="npu-tf-prof-host-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="npu_tf_profiling stack sampler", daemon=True)
         self.failure: Optional[str] = None
 
     def start(self) -> None:
@@ -76,7 +82,7 @@ class HostRecorder:
             self._thread.join(timeout=5.0)
         if self._gc is not None:
             self._gc.remove()
-        self._flush()
+        self.flush()
         for writer in (self._stacks, self._gc_writer):
             if writer is not None:
                 writer.close()
@@ -87,10 +93,11 @@ class HostRecorder:
             while not self._stop.is_set():
                 time.sleep(self.interval_s)  # C-level sleep: Event.wait's Python condition costs more than a sample
                 if self.with_stack:
-                    self._sample()
+                    with self._lock:
+                        self._sample()
                 if time.monotonic() >= next_flush:
                     next_flush = time.monotonic() + FLUSH_S
-                    self._flush()
+                    self.flush()
         except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
             self.failure = repr(exc)
             warnings.warn(f"npu_tf_profiling: host stack/GC recording stopped ({exc!r}); training continues",
@@ -133,28 +140,15 @@ class HostRecorder:
                 break
         return encode_stack(stack_id, frames, user)
 
-    def _flush(self) -> None:
-        if self._stacks is not None and (self._times or self._new_stacks):
+    def flush(self) -> None:
+        """Write the samples and pauses taken since the last flush (every FLUSH_S, before reports, at stop)."""
+        with self._lock:
             stacks, self._new_stacks = self._new_stacks, []
             times, ids, self._times, self._stack_ids = self._times, self._stack_ids, [], []
+        if self._stacks is not None and (times or stacks):
             self._stacks.append(b"".join(stacks) + (encode_samples(times, ids) if times else b""))
         if self._gc is not None and self._gc_writer is not None:
             pauses = self._gc.drain()
             if pauses:
                 self._gc_writer.append(pauses)
 
-
-def start_host_recorder(options: object, prof_dir: Path, device_id: int, budget: StorageBudget) -> Optional[HostRecorder]:
-    """The recorder the options ask for (``with_stack``, ``gc_detect_threshold``), started; None when neither is on."""
-    with_stack = bool(getattr(options, "with_stack", None))
-    threshold = getattr(options, "gc_detect_threshold", None)
-    if not with_stack and threshold is None:
-        return None
-    try:
-        recorder = HostRecorder(prof_dir, device_id, budget, with_stack, threshold)
-        recorder.start()
-        return recorder
-    except Exception as exc:  # noqa: BLE001 - profiling must never hurt the job
-        warnings.warn(f"npu_tf_profiling: with_stack/gc_detect_threshold not recorded ({exc!r}); training continues",
-                      RuntimeWarning, stacklevel=2)
-        return None
