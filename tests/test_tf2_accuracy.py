@@ -49,6 +49,11 @@ MEDIAN_US = {"fp_start": 30.0, "bp_end": 30.0, "iteration_end": 30.0}  # regress
 P95_US = {"fp_start": 200.0, "bp_end": 200.0, "iteration_end": 200.0}
 LATEST_P95_US = 400.0  # TF 2.16+ (check-latest): the same medians, a heavier tail (module docstring)
 LOADED_P95_FACTOR = 2.0
+# The clock mapping's error (half an eager tf.timestamp kernel's run): measured on an idle 2-core machine on 2026-12-06,
+# the same before and after that day's changes, 9.1 to 25.4 µs in 16 windows of 8 runs; the 10 µs bound held before
+# failed there in 3 runs of 4 of the unchanged code. The mapping shifts every difference of a window by one constant
+# within that error, so a median is held to its guard plus its window's anchor error.
+ANCHOR_ERROR_US = 40.0
 POINTS = ("fp_start", "bp_end", "iteration_end")
 REFERENCE_LEVEL = {"fp_start": "2", "bp_end": "3", "iteration_end": "3"}  # the tracer level each point is read at
 # The calls a point must be compared on. Level 3 holds every kernel: 75 of 100. Level 2 keeps a kernel at TensorFlow's
@@ -67,8 +72,9 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path, step: str) -> None:
     printed = json.loads(done.stdout.splitlines()[-1])
     windows, tf_2_16_or_later = printed["windows"], tuple(int(v) for v in printed["tensorflow"].split(".")[:2]) >= (2, 16)
     print("anchor error (us):", {level: w["anchor_error_us"] for level, w in windows.items()})
-    # The clock mapping is good to a few µs (see the script), or nothing below means much.
-    assert all(w["anchor_error_us"] < 10.0 and len(w["calls"]) == ITERATIONS for w in windows.values())
+    # The clock mapping's error is half an eager tf.timestamp kernel's run (see the script): below ANCHOR_ERROR_US, or
+    # nothing below means much.
+    assert all(w["anchor_error_us"] < ANCHOR_ERROR_US and len(w["calls"]) == ITERATIONS for w in windows.values())
     # Level 3 records every kernel run, but the trace may still lack events: on TF 2.15 every call had all of them
     # in the runs measured; on 2.21 calls had 3 to 9 of the 10 gradient ops. Every call runs the same ops, so a
     # complete call holds as many events of a point's ops as the window's fullest call: only those are compared
@@ -106,4 +112,6 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path, step: str) -> None:
     factor = 1 if os.getloadavg()[0] <= (os.cpu_count() or 1) else LOADED_P95_FACTOR
     bounds = {p: LATEST_P95_US for p in POINTS} if tf_2_16_or_later else P95_US
     for point in held:
-        assert medians[point] <= MEDIAN_US[point] and p95[point] <= factor * bounds[point], (point, medians, p95)
+        mapping = windows[REFERENCE_LEVEL[point]]["anchor_error_us"]
+        assert medians[point] <= MEDIAN_US[point] + mapping and p95[point] <= factor * bounds[point] + mapping, \
+            (point, medians, p95, mapping)
