@@ -4,7 +4,7 @@
 profiled through PROFILING_MODE alone; the candidate's generator sleeps 3 ms
 before each batch (a slow input pipeline), against a step of well under 1 ms
 (about 0.4 ms here on 2 loaded cores, benchmarks/RESULTS.md), so the change is
-many times any run-to-run spread and the test cannot flake on load.
+many times any run-to-run spread: the verdict and the shift hold on load.
 """
 from __future__ import annotations
 
@@ -46,7 +46,10 @@ def test_a_sleep_in_the_input_pipeline_is_a_data_aug_bound_regression(pair, caps
     assert ", from Data Aug Bound (+" in report["verdict"]
     phases = {p["phase"]: p for p in report["models"][0]["phases"]}
     assert phases["Data Aug Bound"]["moved"] == 1
-    assert phases["Data Aug Bound"]["ci_us"][0] > 0.8 * SLEEP_MS * 1000  # the sleep, nearly whole, inside Data Aug Bound
+    # The sleep, nearly whole, inside Data Aug Bound: the shift (Hodges–Lehmann, a median of pairwise differences) holds
+    # on load; the interval's lower end does not (CI on 2 loaded cores: +1415 µs for the 3 ms sleep, since a loaded
+    # baseline has its own multi-ms gaps), so it is held to leave out 0 only (`moved`).
+    assert phases["Data Aug Bound"]["change_us"] > 0.8 * SLEEP_MS * 1000
     assert phases["Iteration Time"]["baseline_iterations"] == STEPS - 1  # steady: the first iteration left out
     assert main(["diff", str(pair[1]), str(pair[0])]) == 0
     assert capsys.readouterr().out.startswith("IMPROVEMENT: Iteration Time -")

@@ -207,7 +207,11 @@ def test_gcn_host_time_is_not_called_input(tmp_path: Path) -> None:
     assert "no input pipeline: every iteration feeds the same 6 value(s)" in text
     assert model.between["other_runs"]["evaluation"]["count"] == 18  # 2 an epoch, between the 10 epochs' steps
     assert "the time between iterations is mostly evaluation runs, not input" in text
-    assert model.host_stacks["samples"] > 0 and "gcn_feed_dict.py" in json.dumps(model.host_stacks)
+    # The gap is the evaluations: their samples name the script's line that runs them (the host's own lines may hold
+    # no sample at all, as on a loaded 2-core CI machine).
+    other_lines = model.host_stacks["other_run_lines"]
+    assert other_lines and Path(other_lines[0]["file"]).name == "gcn_feed_dict.py", json.dumps(model.host_stacks)
+    assert "Lines of the other runs between iterations (with_stack, " in text
 
 
 def test_tf2_loop_with_stack_names_the_planted_numpy_line(tmp_path: Path) -> None:

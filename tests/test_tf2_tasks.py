@@ -93,8 +93,9 @@ def assert_clock_placed_by_the_stamps(prof: Path) -> None:
         probes = trace.probe_starts + xspace.epoch_offset(trace, window.header[layout.K_ANCHORS], marks, calls)
         nearest = np.minimum(np.abs(marks[np.clip(np.searchsorted(marks, probes), 0, marks.size - 1)] - probes),
                              np.abs(marks[np.clip(np.searchsorted(marks, probes) - 1, 0, marks.size - 1)] - probes))
+        # The median, not a share: a probe kernel preempted between its launch and its read lands late, and on a
+        # loaded slow 2-core host 4 of 12 did (6-19 µs; fit, 2026-12-06), while a misplaced clock moves them all.
         assert probes.size >= 3 * len(calls) and np.median(nearest) <= PAIR_SPREAD_US, nearest
-        assert (nearest <= ALIGNMENT_US).mean() >= 0.75, nearest
 
 
 def call_returns(output: Path, model_id: int) -> dict[int, float]:

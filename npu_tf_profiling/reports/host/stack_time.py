@@ -86,11 +86,14 @@ def top_lines(stacks: HostStacks, mask: np.ndarray, limit: int = TOP_LINES) -> l
 
 
 def stack_summary(stacks: HostStacks, rows: pd.DataFrame, runs: Optional[OtherRuns]) -> dict[str, Any]:
-    """One model's samples by phase, and the lines holding the host time between iterations."""
+    """One model's samples by phase, the lines holding the host time between iterations, and the lines that ran the
+    other runs between them (an evaluation's ``sess.run`` line): when other runs fill the gap, those are the lines to
+    look at, and the host's own lines may hold no sample at all."""
     phase = phases(stacks.times_us, rows, runs)
-    host = phase == PHASE_HOST
+    host, other = phase == PHASE_HOST, phase == PHASE_OTHER
     return {"samples": len(phase), "by_phase": {str(k): int(v) for k, v in Counter(phase.tolist()).items()},
-            "host_samples": int(host.sum()), "lines": top_lines(stacks, host) if host.any() else []}
+            "host_samples": int(host.sum()), "lines": top_lines(stacks, host) if host.any() else [],
+            "other_run_samples": int(other.sum()), "other_run_lines": top_lines(stacks, other) if other.any() else []}
 
 
 def gc_summary(pauses: GcPauses, rows: pd.DataFrame, threshold_ms: Any) -> dict[str, Any]:
@@ -114,16 +117,24 @@ def host_clause(stacks: Optional[dict[str, Any]]) -> str:
     return f" (top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of its samples)"
 
 
+def shown_lines(top: list[dict[str, Any]]) -> str:
+    """The first three of `top_lines`' lines, as ``file:line function share%``."""
+    return ", ".join(f"{Path(x['file']).name}:{x['line']} {x['function']} {100 * x['share']:.1f}%" for x in top[:3])
+
+
 def render_lines(stacks: Optional[dict[str, Any]], gc_info: Optional[dict[str, Any]], host_share: Optional[float]) -> list[str]:
     """The summary's lines for ``with_stack`` and ``gc_detect_threshold`` (none when neither was on)."""
     lines = []
     if stacks is not None:
         if stacks["lines"]:
-            shown = ", ".join(f"{Path(x['file']).name}:{x['line']} {x['function']} {100 * x['share']:.1f}%" for x in stacks["lines"][:3])
-            lines.append(f"Host lines between iterations (with_stack, {stacks['host_samples']} of {stacks['samples']} samples): {shown}")
+            lines.append(f"Host lines between iterations (with_stack, {stacks['host_samples']} of {stacks['samples']} samples): "
+                         f"{shown_lines(stacks['lines'])}")
         else:
             lines.append(f"with_stack: none of the {stacks['samples']} stack samples fell in the host time between "
                          f"iterations (by phase: {stacks['by_phase'] or 'no samples'})")
+        if stacks.get("other_run_lines"):
+            lines.append(f"Lines of the other runs between iterations (with_stack, {stacks['other_run_samples']} samples): "
+                         f"{shown_lines(stacks['other_run_lines'])}")
     if gc_info is not None:
         line = (f"GC pauses >= {gc_info['threshold_ms']:g} ms: {gc_info['count']} ({gc_info['total_us']:,.0f} us); "
                 f"between iterations {gc_info['between_count']} ({gc_info['between_us']:,.0f} us")
