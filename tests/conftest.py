@@ -6,7 +6,11 @@ quietened so failures stay readable.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -14,6 +18,7 @@ import pytest
 
 import npu_tf_profiling  # noqa: F401  (installs the Session integration)
 from npu_tf_profiling.config.notices import forget_shown
+from tests.helpers.once import made_once
 
 PROFILING_VARIABLES = (
     "PROFILING_MODE", "PROFILING_OPTIONS", "PROFILING_DYNAMIC_CONFIG", "DEVICE_ID", "RANK_ID", "RANK_SIZE", "TF_CONFIG",
@@ -30,10 +35,34 @@ def _clean_profiling_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def two_workers(tmp_path_factory):
-    """A 2-worker MultiWorkerMirroredStrategy job, task_trace on steps 10-12; run once, read by several modules.
+    """A 2-worker MultiWorkerMirroredStrategy job, task_trace on steps 10-12; run once per test run
+    (tests.helpers.once: also across xdist workers), read by several modules: (output folder, rank -> exit code).
 
     Tests that run a tool writing into its input folder (msprof-analyze without -o) work on a copy.
     """
-    from tests.helpers.multi_worker_jobs import run_job
+    from tests.helpers.multi_worker_jobs import run_job_into
 
-    return run_job(tmp_path_factory, "two_workers", 2, extra=["--task-trace"])
+    def make(folder):
+        codes = run_job_into(folder / "out", 2, extra=["--task-trace"])
+        (folder / "codes.json").write_text(json.dumps(codes))
+
+    folder = made_once(tmp_path_factory, "two_workers", make)
+    return folder / "out", {int(rank): code for rank, code in json.loads((folder / "codes.json").read_text()).items()}
+
+
+@pytest.fixture(scope="session")
+def tf2_plain_runs(tmp_path_factory) -> dict[str, dict]:
+    """style -> tests/scripts/tf2_train.py's result unprofiled, for the bit-identity checks of the TF2 styles:
+    every style in one process (tests/scripts/tf2_train_plain.py), once per test run (tests.helpers.once)."""
+    from tests.test_tf2_step_trace import PLAIN_STYLES, STEPS
+
+    def make(folder):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+        done = subprocess.run([sys.executable, str(Path(__file__).parent / "scripts" / "tf2_train_plain.py"), str(STEPS), *PLAIN_STYLES],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        (folder / "plain.jsonl").write_text(done.stdout)
+
+    folder = made_once(tmp_path_factory, "tf2_plain_runs", make)
+    results = [json.loads(line) for line in (folder / "plain.jsonl").read_text().splitlines() if line.startswith("{")]
+    return {result["style"]: result for result in results}

@@ -1,7 +1,7 @@
 """TensorFlow 2 training gets the step trace: each style of tests/scripts/tf2_train.py, unmodified, profiled by env vars.
 
-Each style runs twice in a fresh process, profiled and plain: the trained weights
-must be bit-identical, and the step trace must hold one row per optimizer step
+Each style runs profiled in a fresh process, and plain (every style in one process
+for the whole test run: conftest.tf2_plain_runs): the trained weights must be bit-identical, and the step trace must hold one row per optimizer step
 (evaluation, prediction and validation never count), every formula of REFERENCE
 §4, and the columns the style's graph has the points for.
 """
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.side_by_side import Command, run_side_by_side
 from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_train.py"
@@ -30,24 +29,16 @@ def _env(output: Path | None, options: dict | None = None) -> dict[str, str]:
 
 
 def train(style: str, output: Path | None, *extra: str, options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess]:
-    (result,) = _train_runs([(style, output, extra, options)])
-    return result
+    done = subprocess.run([sys.executable, str(SCRIPT), style, str(STEPS), *extra], env=_env(output, options),
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1]), done
 
 
-def train_with_plain(style: str, output: Path, *extra: str, options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess, dict]:
-    """The profiled run and the plain one side by side: (profiled result, its process, plain result)."""
-    (profiled, done), (plain, _) = _train_runs([(style, output, extra, options), (style, None, extra, None)])
-    return profiled, done, plain
-
-
-def _train_runs(runs: list[tuple[str, Path | None, tuple[str, ...], dict | None]]) -> list[tuple[dict, subprocess.CompletedProcess]]:
-    commands = [Command([sys.executable, str(SCRIPT), style, str(STEPS), *extra], _env(output, options))
-                for style, output, extra, options in runs]
-    results = []
-    for done in run_side_by_side(commands, timeout=240):
-        assert done.returncode == 0, done.stderr
-        results.append((json.loads(done.stdout.splitlines()[-1]), done))
-    return results
+def train_with_plain(style: str, output: Path, plain_runs: dict[str, dict], options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess, dict]:
+    """The profiled run, and the plain run's result from the session's `tf2_plain_runs`: (profiled result, its process, plain result)."""
+    profiled, done = train(style, output, options=options)
+    return profiled, done, plain_runs[style]
 
 
 def _tensorflow_version() -> tuple[int, int]:
@@ -82,6 +73,7 @@ STYLES = {
 # Steps given their batch as an argument: GetNext is the eager reads before each call (host_reads), from
 # the second row on (with the env vars, reads are timed from the first traced step: the first batch is read before).
 HOST_READ_STEPS = {"retrace": "step_on", "for_dataset": "batch_step"}
+PLAIN_STYLES = [*STYLES, "jit"]  # the styles conftest.tf2_plain_runs runs plain
 
 
 def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list[bool]:
@@ -96,9 +88,9 @@ def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list
 
 
 @pytest.mark.parametrize("style", sorted(STYLES))
-def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str) -> None:
+def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str, tf2_plain_runs: dict[str, dict]) -> None:
     models, per_model, reduce_pairs = STYLES[style]
-    profiled, _, plain = train_with_plain(style, tmp_path)
+    profiled, _, plain = train_with_plain(style, tmp_path, tf2_plain_runs)
     assert profiled["weights"] == plain["weights"] and profiled["loss"] == plain["loss"]
     header, rows = step_trace_rows(tmp_path)
     grouped = rows_by_model(rows)
@@ -147,8 +139,8 @@ def test_the_python_entry_takes_precedence_over_the_env_vars(tmp_path: Path) -> 
     assert info["source"] == "start_tf2_profiling" and "env_ignored" in info
 
 
-def test_jit_compiled_steps_are_timed_around_the_call_with_fp_bp_not_available(tmp_path: Path) -> None:
-    profiled, done, plain = train_with_plain("jit", tmp_path)
+def test_jit_compiled_steps_are_timed_around_the_call_with_fp_bp_not_available(tmp_path: Path, tf2_plain_runs: dict[str, dict]) -> None:
+    profiled, done, plain = train_with_plain("jit", tmp_path, tf2_plain_runs)
     assert profiled["weights"] == plain["weights"]
     assert done.stderr.count("is compiled with XLA (jit_compile=True): no stamp op has an XLA kernel") == 1
     assert "tf2_train.py" in done.stderr.split("is compiled with XLA")[0].splitlines()[-1]  # shown at the script's line

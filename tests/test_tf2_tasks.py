@@ -50,9 +50,9 @@ def task_rows(output: Path) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize("style", ["loop", "fit", "for_dataset"])
-def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: str) -> None:
+def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: str, tf2_plain_runs: dict[str, dict]) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on", "start_step": WINDOW[0], "stop_step": WINDOW[1]}
-    profiled, done, plain = train_with_plain(style, tmp_path, options=options)
+    profiled, done, plain = train_with_plain(style, tmp_path, tf2_plain_runs, options=options)
     assert profiled["weights"] == plain["weights"]
     assert "task_trace" not in " ".join(info_of(tmp_path)["notes"])  # nothing said to be missing
     # The window's end writes the reports while the job runs, quietly: the summary line is the final report's, once.

@@ -29,8 +29,13 @@ def run_job(tmp_path_factory, name: str, workers: int, via: str = "config", extr
             expect_death: int | None = None) -> tuple[Path, dict[int, int]]:
     """Run one job into a fresh folder; returns (output folder, rank -> exit code)."""
     out = tmp_path_factory.mktemp(name)
-    codes = SAMPLE.launch_local_workers(
+    return out, run_job_into(out, workers, via, extra, expect_death)
+
+
+def run_job_into(out: Path, workers: int, via: str = "config", extra: list[str] | None = None,
+                 expect_death: int | None = None) -> dict[int, int]:
+    """Run one job into `out`; returns rank -> exit code."""
+    return SAMPLE.launch_local_workers(
         out, workers, STEPS, via, extra or [], timeout=JOB_TIMEOUT_S, grace=3.0, expect_death=expect_death,
         extra_env={"PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
-    return out, codes

@@ -1,0 +1,37 @@
+"""Expensive test inputs made once per test run, even when pytest-xdist spreads the files over processes.
+
+A session fixture runs once per xdist worker: `make test`'s two workers each
+started the same TensorFlow jobs (the 2-worker job, the plain TF2 runs) for
+their own files. Here the first worker to need an input makes it in the run's
+shared temp folder, under a file lock, and the others wait for it and read it;
+each gets its own copy, so a test that writes into its input (a report, a cluster
+analysis) never changes another worker's. Without xdist it is made as before.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+DONE = ".made"
+
+
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder `make` filled once for the whole run; this process's own copy of it."""
+    mine = tmp_path_factory.mktemp(name)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        make(mine)
+        return mine
+    root = tmp_path_factory.getbasetemp().parent  # the run's folder, above every worker's (popen-gw0, ...)
+    shared = root / f"shared-{name}"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if `make` raises
+        if not (shared / DONE).exists():
+            shutil.rmtree(shared, ignore_errors=True)  # what another worker's failed attempt left
+            shared.mkdir()
+            make(shared)
+            (shared / DONE).touch()
+    shutil.copytree(shared, mine, dirs_exist_ok=True, ignore=shutil.ignore_patterns(DONE))
+    return mine
