@@ -53,12 +53,13 @@ def two_workers(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tf2_plain_runs(tmp_path_factory) -> dict[str, dict]:
     """style -> tests/scripts/tf2_train.py's result unprofiled, for the bit-identity checks of the TF2 styles:
-    every style in one process (tests/scripts/tf2_train_plain.py), once per test run (tests.helpers.once)."""
+    every style in one process (tests/scripts/plain_runs.py), once per test run (tests.helpers.once)."""
     from tests.test_tf2_step_trace import PLAIN_STYLES, STEPS
 
     def make(folder):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
-        done = subprocess.run([sys.executable, str(Path(__file__).parent / "scripts" / "tf2_train_plain.py"), str(STEPS), *PLAIN_STYLES],
+        scripts = Path(__file__).parent / "scripts"
+        done = subprocess.run([sys.executable, str(scripts / "plain_runs.py"), str(scripts / "tf2_train.py"), str(STEPS), *PLAIN_STYLES],
                               env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         (folder / "plain.jsonl").write_text(done.stdout)

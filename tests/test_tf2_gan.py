@@ -1,7 +1,7 @@
 """GAN-shaped TensorFlow 2 steps (several tapes and optimizers in one step) get a row per step, with the right points.
 
 Each style of tests/scripts/tf2_gan.py runs unmodified under the env vars, with a task
-window, side by side with a plain run: the weights are bit-identical; there is one row
+window, and plain (every style in one process: tests/scripts/plain_runs.py): the weights are bit-identical; there is one row
 per step, FP < BP <= Iteration End; the iteration end is one of the function's outputs
 (a function prunes what they do not depend on: a GAN's dead-end gradients never run);
 BP End waits on every tape's gradients; and BP End is no earlier than the end of the
@@ -17,12 +17,12 @@ function and the op that never ran, and gets rows timed at its calls' ends.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.side_by_side import Command, run_side_by_side
 from tests.test_tf2_step_trace import _env, info_of, rows_by_model
 from tests.test_tf2_tasks import task_rows
 from tests.helpers.trace_files import step_trace_rows
@@ -39,23 +39,32 @@ def is_gradient(op_name: str) -> bool:
     return "gradient_tape/" in op_name or "/gradients/" in op_name
 
 
-def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dict, dict, str]:
-    """(profiled result, plain result, the profiled run's stderr) of one style, run side by side."""
-    commands = [Command([sys.executable, str(SCRIPT), style, str(STEPS), *extra], _env(out, options if out else None))
-                for out in (tmp_path, None)]
-    results = []
-    for done in run_side_by_side(commands, timeout=240):
-        assert done.returncode == 0, done.stderr
-        results.append((json.loads(done.stdout.splitlines()[-1]), done.stderr))
-    return results[0][0], results[1][0], results[0][1]
+STYLES = ["wgan_gp", "dcgan", "two_tapes", "function_layers"]
 
 
-@pytest.mark.parametrize("style", ["wgan_gp", "dcgan", "two_tapes", "function_layers"])
-def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path: Path, style: str) -> None:
+@pytest.fixture(scope="module")
+def plain_runs() -> dict[str, dict]:
+    """style -> the plain run's result (--forget-what-runs changes only profiling: wgan_gp's serves it too)."""
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("plain_runs.py")), str(SCRIPT), str(STEPS), *STYLES],
+                          env=_env(None), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {result["style"]: result for result in map(json.loads, (line for line in done.stdout.splitlines() if line.startswith("{")))}
+
+
+def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dict, str]:
+    """(profiled result, its stderr) of one style."""
+    done = subprocess.run([sys.executable, str(SCRIPT), style, str(STEPS), *extra], env=_env(tmp_path, options),
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1]), done.stderr
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path: Path, style: str, plain_runs: dict[str, dict]) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on",
                "start_step": WINDOW[0], "stop_step": WINDOW[1]}
-    profiled, plain, _ = run_gan(style, tmp_path, options)
-    assert profiled["weights"] == plain["weights"]
+    profiled, _ = run_gan(style, tmp_path, options)
+    assert profiled["weights"] == plain_runs[style]["weights"]
     _, rows = step_trace_rows(tmp_path)
     (model_id, model_rows), = rows_by_model(rows).items()
     assert [int(r["Iteration ID"]) for r in model_rows] == list(range(1, STEPS + 1))
@@ -80,10 +89,10 @@ def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path
         assert bp_end[iteration] >= max(gradient_ends) - TASK_CLOCK_US, (iteration, bp_end[iteration] - max(gradient_ends))
 
 
-def test_a_step_whose_points_never_fire_is_said_so_and_gets_rows_at_its_calls(tmp_path: Path) -> None:
+def test_a_step_whose_points_never_fire_is_said_so_and_gets_rows_at_its_calls(tmp_path: Path, plain_runs: dict[str, dict]) -> None:
     options = {"output": str(tmp_path), "training_trace": "on"}
-    profiled, plain, stderr = run_gan("wgan_gp", tmp_path, options, "--forget-what-runs")
-    assert profiled["weights"] == plain["weights"]
+    profiled, stderr = run_gan("wgan_gp", tmp_path, options, "--forget-what-runs")
+    assert profiled["weights"] == plain_runs["wgan_gp"]["weights"]
     (model,) = info_of(tmp_path)["models"].values()
     dead_end = model["iteration_end"]
     assert "gradient_tape/" in dead_end  # the fault: a gradient nothing reads, which TensorFlow prunes
