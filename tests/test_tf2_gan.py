@@ -46,7 +46,7 @@ STYLES = ["wgan_gp", "dcgan", "two_tapes", "function_layers"]
 def plain_runs() -> dict[str, dict]:
     """style -> the plain run's result (--forget-what-runs changes only profiling: wgan_gp's serves it too)."""
     done = subprocess.run([sys.executable, str(SCRIPT.with_name("plain_runs.py")), str(SCRIPT), str(STEPS), *STYLES],
-                          env=_env(None), capture_output=True, text=True, timeout=300)
+                          env=_env(None), capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
     return {result["style"]: result for result in map(json.loads, (line for line in done.stdout.splitlines() if line.startswith("{")))}
 
