@@ -62,16 +62,21 @@ def test_start_tf2_profiling_before_tensorflow_is_imported(tmp_path: Path) -> No
     assert [int(r["Iteration ID"]) for r in rows] == list(range(1, STEPS + 1))
 
 
+@pytest.fixture(scope="module")
+def plain() -> subprocess.CompletedProcess:
+    """The unprofiled run both cases compare with: the same code and environment, so one run serves both."""
+    return _run(TRAIN.format(steps=STEPS), _env())
+
+
 @pytest.mark.parametrize("constant, value, reason", [
     ("CHECKED_VERSIONS", "((2, 99),)", "is not one this package was checked with (2.15 to 2.21)"),
     ("TRANSFORM_MODULE", "'tensorflow.python.eager.no_such_transform_module'", "graph-transform hook"),
 ])
 def test_an_unchecked_tensorflow_or_a_missing_hook_gives_one_warning_and_trains_unprofiled(
-        tmp_path: Path, constant: str, value: str, reason: str) -> None:
+        tmp_path: Path, constant: str, value: str, reason: str, plain: subprocess.CompletedProcess) -> None:
     out = tmp_path / "out"
     code = f"import npu_tf_profiling.runtime.functions.attach as attach\nattach.{constant} = {value}\n" + TRAIN.format(steps=STEPS)
     profiled = _run(code, _env(PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps({"output": str(out), "training_trace": "on"})))
-    plain = _run(TRAIN.format(steps=STEPS), _env())
     assert profiled.returncode == 0 and plain.returncode == 0, profiled.stderr + plain.stderr
     warnings = [line for line in profiled.stderr.splitlines() if "TensorFlow 2 steps are not traced" in line]
     assert len(warnings) == 1 and reason in warnings[0], profiled.stderr

@@ -15,10 +15,12 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+import pytest
+
 DONE = ".made"
 
 
-def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
     """A folder `make` filled once for the whole run; this process's own copy of it."""
     mine = tmp_path_factory.mktemp(name)
     if "PYTEST_XDIST_WORKER" not in os.environ:
