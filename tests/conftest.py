@@ -18,7 +18,7 @@ import pytest
 
 import npu_tf_profiling  # noqa: F401  (installs the Session integration)
 from npu_tf_profiling.config.notices import forget_shown
-from tests.helpers.once import made_once
+from tests.helpers.once import InBackground, made_once
 
 PROFILING_VARIABLES = (
     "PROFILING_MODE", "PROFILING_OPTIONS", "PROFILING_DYNAMIC_CONFIG", "DEVICE_ID", "RANK_ID", "RANK_SIZE", "TF_CONFIG",
@@ -51,9 +51,10 @@ def two_workers(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def tf2_plain_runs(tmp_path_factory) -> dict[str, dict]:
+def tf2_plain_runs(tmp_path_factory) -> InBackground:
     """style -> tests/scripts/tf2_train.py's result unprofiled, for the bit-identity checks of the TF2 styles:
-    every style in one process (tests/scripts/plain_runs.py), once per test run (tests.helpers.once)."""
+    every style in one process (tests/scripts/plain_runs.py), once per test run (tests.helpers.once), made
+    beside the first test's own run."""
     from tests.test_tf2_step_trace import PLAIN_STYLES, STEPS
 
     def make(folder):
@@ -64,6 +65,9 @@ def tf2_plain_runs(tmp_path_factory) -> dict[str, dict]:
         assert done.returncode == 0, done.stderr
         (folder / "plain.jsonl").write_text(done.stdout)
 
-    folder = made_once(tmp_path_factory, "tf2_plain_runs", make)
-    results = [json.loads(line) for line in (folder / "plain.jsonl").read_text().splitlines() if line.startswith("{")]
-    return {result["style"]: result for result in results}
+    def results() -> dict[str, dict]:
+        folder = made_once(tmp_path_factory, "tf2_plain_runs", make)
+        lines = (folder / "plain.jsonl").read_text().splitlines()
+        return {result["style"]: result for result in map(json.loads, (line for line in lines if line.startswith("{")))}
+
+    return InBackground(results)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.once import InBackground
 from tests.test_tf2_step_trace import _env, info_of, rows_by_model
 from tests.test_tf2_tasks import task_rows
 from tests.helpers.trace_files import step_trace_rows
@@ -43,12 +44,16 @@ STYLES = ["wgan_gp", "dcgan", "two_tapes", "function_layers"]
 
 
 @pytest.fixture(scope="module")
-def plain_runs() -> dict[str, dict]:
-    """style -> the plain run's result (--forget-what-runs changes only profiling: wgan_gp's serves it too)."""
-    done = subprocess.run([sys.executable, str(SCRIPT.with_name("plain_runs.py")), str(SCRIPT), str(STEPS), *STYLES],
-                          env=_env(None), capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr
-    return {result["style"]: result for result in map(json.loads, (line for line in done.stdout.splitlines() if line.startswith("{")))}
+def plain_runs() -> InBackground:
+    """style -> the plain run's result, made beside the first test's own run (--forget-what-runs changes only
+    profiling: wgan_gp's serves it too)."""
+    def make() -> dict[str, dict]:
+        done = subprocess.run([sys.executable, str(SCRIPT.with_name("plain_runs.py")), str(SCRIPT), str(STEPS), *STYLES],
+                              env=_env(None), capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr
+        return {result["style"]: result for result in map(json.loads, (line for line in done.stdout.splitlines() if line.startswith("{")))}
+
+    return InBackground(make)
 
 
 def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dict, str]:
@@ -60,7 +65,7 @@ def run_gan(style: str, tmp_path: Path, options: dict, *extra: str) -> tuple[dic
 
 
 @pytest.mark.parametrize("style", STYLES)
-def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path: Path, style: str, plain_runs: dict[str, dict]) -> None:
+def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path: Path, style: str, plain_runs: InBackground) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on",
                "start_step": WINDOW[0], "stop_step": WINDOW[1]}
     profiled, _ = run_gan(style, tmp_path, options)
@@ -89,7 +94,7 @@ def test_a_gan_step_gets_a_row_per_step_with_bp_after_its_last_gradient(tmp_path
         assert bp_end[iteration] >= max(gradient_ends) - TASK_CLOCK_US, (iteration, bp_end[iteration] - max(gradient_ends))
 
 
-def test_a_step_whose_points_never_fire_is_said_so_and_gets_rows_at_its_calls(tmp_path: Path, plain_runs: dict[str, dict]) -> None:
+def test_a_step_whose_points_never_fire_is_said_so_and_gets_rows_at_its_calls(tmp_path: Path, plain_runs: InBackground) -> None:
     options = {"output": str(tmp_path), "training_trace": "on"}
     profiled, stderr = run_gan("wgan_gp", tmp_path, options, "--forget-what-runs")
     assert profiled["weights"] == plain_runs["wgan_gp"]["weights"]

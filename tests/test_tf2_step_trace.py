@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.once import InBackground
 from tests.helpers.trace_files import assert_step_trace_formulas, only_prof_dir, step_trace_rows
 
 SCRIPT = Path(__file__).parent / "scripts" / "tf2_train.py"
@@ -35,7 +36,7 @@ def train(style: str, output: Path | None, *extra: str, options: dict | None = N
     return json.loads(done.stdout.splitlines()[-1]), done
 
 
-def train_with_plain(style: str, output: Path, plain_runs: dict[str, dict], options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess, dict]:
+def train_with_plain(style: str, output: Path, plain_runs: InBackground, options: dict | None = None) -> tuple[dict, subprocess.CompletedProcess, dict]:
     """The profiled run, and the plain run's result from the session's `tf2_plain_runs`: (profiled result, its process, plain result)."""
     profiled, done = train(style, output, options=options)
     return profiled, done, plain_runs[style]
@@ -88,7 +89,7 @@ def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list
 
 
 @pytest.mark.parametrize("style", sorted(STYLES))
-def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str, tf2_plain_runs: dict[str, dict]) -> None:
+def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str, tf2_plain_runs: InBackground) -> None:
     models, per_model, reduce_pairs = STYLES[style]
     profiled, _, plain = train_with_plain(style, tmp_path, tf2_plain_runs)
     assert profiled["weights"] == plain["weights"] and profiled["loss"] == plain["loss"]
@@ -139,7 +140,7 @@ def test_the_python_entry_takes_precedence_over_the_env_vars(tmp_path: Path) -> 
     assert info["source"] == "start_tf2_profiling" and "env_ignored" in info
 
 
-def test_jit_compiled_steps_are_timed_around_the_call_with_fp_bp_not_available(tmp_path: Path, tf2_plain_runs: dict[str, dict]) -> None:
+def test_jit_compiled_steps_are_timed_around_the_call_with_fp_bp_not_available(tmp_path: Path, tf2_plain_runs: InBackground) -> None:
     profiled, done, plain = train_with_plain("jit", tmp_path, tf2_plain_runs)
     assert profiled["weights"] == plain["weights"]
     assert done.stderr.count("is compiled with XLA (jit_compile=True): no stamp op has an XLA kernel") == 1

@@ -28,6 +28,7 @@ from npu_tf_profiling.raw_format.task_record import FramedRecord, iter_framed_re
 from npu_tf_profiling.reports.step.records import read_device
 from npu_tf_profiling.reports.task import xspace
 
+from tests.helpers.once import InBackground
 from tests.test_tf2_step_trace import info_of, rows_by_model, train_with_plain
 from tests.helpers.trace_files import only_prof_dir, step_trace_rows
 
@@ -50,7 +51,7 @@ def task_rows(output: Path) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize("style", ["loop", "fit", "for_dataset"])
-def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: str, tf2_plain_runs: dict[str, dict]) -> None:
+def test_the_window_gets_its_tasks_in_its_own_iterations(tmp_path: Path, style: str, tf2_plain_runs: InBackground) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on", "start_step": WINDOW[0], "stop_step": WINDOW[1]}
     profiled, done, plain = train_with_plain(style, tmp_path, tf2_plain_runs, options=options)
     assert profiled["weights"] == plain["weights"]

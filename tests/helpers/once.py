@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -37,3 +38,27 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
             (shared / DONE).touch()
     shutil.copytree(shared, mine, dirs_exist_ok=True, ignore=shutil.ignore_patterns(DONE))
     return mine
+
+
+class InBackground:
+    """Results made in a thread, read at first use: the first test's own TensorFlow run goes on beside the making
+    (the profiled run and its plain twin ran side by side when each test made both; 2 cores, most of it waiting)."""
+
+    def __init__(self, make: Callable[[], dict]) -> None:
+        self._result: dict | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._make, args=(make,), daemon=True)
+        self._thread.start()
+
+    def _make(self, make: Callable[[], dict]) -> None:
+        try:
+            self._result = make()
+        except BaseException as error:  # noqa: BLE001 - kept whole, raised again in the test that reads the result
+            self._error = error
+
+    def __getitem__(self, key: str) -> dict:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result[key]
