@@ -70,4 +70,5 @@ def tf2_plain_runs(tmp_path_factory) -> InBackground:
         lines = (folder / "plain.jsonl").read_text().splitlines()
         return {result["style"]: result for result in map(json.loads, (line for line in lines if line.startswith("{")))}
 
+    tmp_path_factory.getbasetemp()  # made here: pytest makes it at first use, and the thread's first use would race the test's
     return InBackground(results)
