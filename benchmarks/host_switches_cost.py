@@ -9,7 +9,7 @@ sampler's own CPU time per second, measured with the process idle; an mstx mark'
 counter's CPU time a read through /proc's kept descriptors against psutil's, side by side (runtime/host/counters.py).
 
 Usage:
-    .venv/bin/python benchmarks/host_switches_cost.py [--freqs 50,10] [--pairs 60] [--steps 20]
+    .venv/bin/python benchmarks/host_switches_cost.py [--freqs 50,10] [--pairs 60] [--steps 20] [--no-steps | --readers-only]
 """
 from __future__ import annotations
 
@@ -140,6 +140,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--idle-seconds", type=float, default=5.0)
     parser.add_argument("--readers-only", action="store_true", help="only the counters' read costs (no TensorFlow run)")
+    parser.add_argument("--no-steps", action="store_true", help="the sampler's own CPU only, no MLP step pairs")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     marker_cost(200_000)
@@ -149,7 +150,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for freq in (int(f) for f in args.freqs.split(",")):
             sampler_cpu(freq, args.idle_seconds, Path(folder))
-            step_cost(freq, args.pairs, args.steps, Path(folder))
+            if not args.no_steps:
+                step_cost(freq, args.pairs, args.steps, Path(folder))
 
 
 if __name__ == "__main__":
