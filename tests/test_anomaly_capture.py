@@ -216,8 +216,8 @@ def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_r
     """A busy host's lone stalls would spend the captures on noise: after one, a slow iteration needs a second."""
     written: list[dict] = []
     watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
-    times = [1000.0] * 2700
-    for slow_at in (60, 300, 500, 501, 502, 503, 2600):  # 2600: QUIET_ITERATIONS after the last lone one (300)
+    times = [1000.0] * 10_400
+    for slow_at in (60, 300, 500, 501, 502, 503, 10_350):  # 10,350: QUIET_ITERATIONS after the last lone one (300)
         times[slow_at - 1] = 9000.0
     traced: set[int] = set()
     _feed(watch, times, traced)
@@ -228,9 +228,9 @@ def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_r
         (60, [61, 62], "", False),  # the run was quiet: the first slow iteration armed the capture
         (300, [], "a lone slow iteration,", False),  # steady after it: not captured, and said why
         (500, [502, 503], "", True),  # the regime: confirmed by 501, traced while still slow
-        (2600, [2601, 2602], "", False)]  # quiet again for QUIET_ITERATIONS: at once
+        (10_350, [10_351, 10_352], "", False)]  # quiet again for QUIET_ITERATIONS: at once
     assert anomalies[2]["persisted"] and anomalies[2]["still_slow"] == [502, 503]
-    assert 2600 - 300 > QUIET_ITERATIONS >= 500 - 300
+    assert 10_350 - 300 > QUIET_ITERATIONS >= 500 - 300
 
 
 def test_cluster_lists_each_ranks_anomalies_and_which_were_shared(tmp_path: Path, capsys) -> None:

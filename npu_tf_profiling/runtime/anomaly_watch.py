@@ -52,7 +52,10 @@ REFERENCE_AFTER = 20  # steady iterations before the baseline is trusted (and th
 KIND_REFERENCE = "reference"
 KIND_ANOMALY = "anomaly"
 KIND_LEFT_OUT = "left_out"
-QUIET_ITERATIONS = 1000  # a lone slow iteration in the last this many: a slow one needs a second in a row
+# A lone slow iteration in the last this many: a slow one needs a second in a row. At load 4-7 on 2 cores the
+# lone stalls came every ~1,500-2,000 iterations (benchmarks/anomaly_capture.py): a memory of 1,000 lapsed between
+# them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
+QUIET_ITERATIONS = 10_000
 UNCAPTURED_LINES = 100  # uncaptured anomalies (past max_captures, in a cooldown) written; past that, only counted
 
 
