@@ -4,9 +4,10 @@ Iteration End is the stamp after the op the step is taken to end with. Were that
 not wait on all the step runs (a `tf.function` step that returns nothing once had its end at a sink
 running 2 of 32 optimizer updates), every row would end early, and nothing in the rows could show it:
 their stamps are all in order. The host knows better: a call cannot return before the step's last
-op is done. So the recorder keeps the host return time of a sample of calls (`call_ends`, the call
-hook's clock read, no more), and the reader thread, never the training thread, compares them with
-the rows of the same calls. A call returns after its Iteration End by the time TensorFlow takes to
+op is done. So the recorders keep the host return time of a sample of calls (a TensorFlow 2 step's:
+`call_ends`, the call hook's clock read, no more; a Session's runs: `session/end_returns`, the clock
+read a checked run takes anyway), and a drain (the reader thread's, on the Session path mostly so)
+compares them with the rows of the same calls. A call returns after its Iteration End by the time TensorFlow takes to
 hand the outputs back to Python (a fraction of a millisecond: docs/design.md gives the measured
 figure BOUND_US rests on); when 9 in 10 sampled calls return later than that, the end is early: one
 warning while the job runs, and the figure and the point in info.json (the model's
