@@ -78,6 +78,9 @@ def test_a_step_returning_nothing_ends_after_all_it_runs(runs: dict, style: str)
     (model_id, model_rows), = rows_by_model(rows).items()
     ids = [int(r["Iteration ID"]) for r in model_rows]
     assert ids == list(range(1, len(ids) + 1)) and len(ids) >= WINDOW[1]  # rows end with the task window, or a little after
+    if style == "nested_no_return":  # the outer step reads the batch, returns nothing, and still gives it to the inner's rows
+        assert "the read of train_step" in model["get_next_from"], model["get_next_from"]
+        assert all(r["GetNext Start(us)"] != "N/A" for r in model_rows), [r["GetNext Start(us)"] for r in model_rows]
     by_iteration = {int(r["Iteration ID"]): r for r in model_rows}
     tasks = [t for t in task_rows(out) if t["Model ID"] == model_id]
     for iteration in range(WINDOW[0], WINDOW[1] + 1):

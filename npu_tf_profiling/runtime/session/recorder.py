@@ -274,8 +274,9 @@ class Recorder:
         if self._unrecorded:
             mine &= ~np.isin(seqs, list(self._unrecorded))
             self._unrecorded = {seq for seq in self._unrecorded if seq > seqs[-1]}
-        self._record(fresh[mine], ids[mine])
-        self._check_end(fresh[mine])
+        rows = fresh[mine]
+        self._record(rows, ids[mine])
+        self._check_end(rows)
         self._source.after_iteration(int(ids[-1]))
 
     def _read_ring(self, settled: bool) -> np.ndarray:
