@@ -26,8 +26,6 @@ SESSION_STEP = "sess.run"  # the note's "Iteration End of {function}": a Session
 
 
 class _Source(Protocol):
-    def poll(self) -> Any: ...
-
     def note(self, message: str) -> None: ...
 
 

@@ -257,6 +257,7 @@ class Recorder:
         self._runs_at_drain = max(self.issued, 1)
         fresh = self._read_ring(settled)
         if not len(fresh):
+            self._check_end(fresh)  # the sample's last returns may come after its rows (a session closing then)
             return
         seqs = fresh[:, 0].astype(np.int64)
         if self._base is None:
@@ -363,7 +364,7 @@ class Recorder:
 
     def _check_end(self, rows: np.ndarray) -> None:
         """The self-check's rows (`end_returns`); once it decides, its result in info.json and its warning once."""
-        if self._end is None or not len(rows) or not self._end.add_rows(rows[:, 0], rows[:, -1] * 1e6):
+        if self._end is None or not self._end.add_rows(rows[:, 0], rows[:, -1] * 1e6):
             return
         self._state.end_check = self._end.check.result
         collection = self._collection
