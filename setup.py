@@ -37,7 +37,7 @@ setup(
     description="Ascend npu_bridge-style profiling (step trace, task trace) for TensorFlow graph-mode training on CPU/GPU",
     python_requires=">=3.9",
     packages=find_packages(include=["npu_tf_profiling", "npu_tf_profiling.*"]),
-    install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20", "psutil>=5.7"],  # psutil: host_sys sampling
+    install_requires=["numpy", "pandas>=1.5", "protobuf>=3.20", "psutil>=5.7"],  # psutil: host_sys's one-off facts; its counters where there is no /proc
     # Optional: `npu-tf-prof view` draws with plotly; `npu-tf-prof tensorboard` (and the "tensorboard" option)
     # write event files with TensorBoard's own record writer and protobufs. A TensorFlow install already has tensorboard.
     # `--tf1` serves tf.contrib's slim/layers/framework from tf-slim.

@@ -5,10 +5,11 @@ would charge it to both sides of a pair. Here one plain session of the TF1 MLP (
 --steps steps, and before each block the sampler is started or stopped, in adjacent pairs (on/off in a random
 order), each pair giving on / off - 1 of the two blocks' median steps. Reported: the median over the pairs with
 a 95% interval from their order statistics, and the same between two plain blocks (the noise floor); then the
-sampler's own CPU time per second, measured with the process idle; and an mstx mark's cost off and on.
+sampler's own CPU time per second, measured with the process idle; an mstx mark's cost off and on; and each
+counter's CPU time a read through /proc's kept descriptors against psutil's, side by side (runtime/host/counters.py).
 
 Usage:
-    .venv/bin/python benchmarks/host_switches_cost.py [--freqs 50,10] [--pairs 60] [--steps 20]
+    .venv/bin/python benchmarks/host_switches_cost.py [--freqs 50,10] [--pairs 60] [--steps 20] [--no-steps | --readers-only]
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import tensorflow.compat.v1 as tf
 from bench_models import BUILDERS
 from npu_tf_profiling import mstx
 from npu_tf_profiling.raw_format.append_writer import AppendOnlyWriter, StorageBudget
+from npu_tf_profiling.runtime.host.counters import ProcCounters, PsutilCounters
 from npu_tf_profiling.runtime.host.sampler import HostSampler
 
 ALL_HOST_SYS = frozenset({"cpu", "mem", "disk", "network"})
@@ -111,19 +113,45 @@ def marker_cost(calls: int) -> None:
     mstx.disable_recording()
 
 
+def reader_cost(calls: int) -> None:
+    """Each counter's thread CPU time a read, /proc against psutil, in alternating rounds (the same load for both)."""
+    readers = {"proc": ProcCounters(), "psutil": PsutilCounters()}
+    names = ("process_cpu_s", "process_rss_kb", "process_io_bytes", "net_bytes", "system_cpu_s", "system_memory_kb")
+    spent = {(reader, name): 0.0 for reader in readers for name in names}
+    for _ in range(5):
+        for reader, counters in readers.items():
+            for name in names:
+                read = getattr(counters, name)
+                started = time.thread_time()
+                for _ in range(calls // 5):
+                    read()
+                spent[reader, name] += time.thread_time() - started
+    for name in names:
+        proc, ps = (spent[reader, name] / calls * 1e6 for reader in readers)
+        print(f"{name:>17}: /proc {proc:6.1f} us, psutil {ps:6.1f} us a read ({ps / proc:.1f}x)")
+    proc, ps = (sum(spent[reader, name] for name in names) / calls * 1e6 for reader in readers)
+    print(f"{'every counter':>17}: /proc {proc:6.1f} us, psutil {ps:6.1f} us a sample ({ps / proc:.1f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--freqs", default="50,10")
     parser.add_argument("--pairs", type=int, default=60)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--idle-seconds", type=float, default=5.0)
+    parser.add_argument("--readers-only", action="store_true", help="only the counters' read costs (no TensorFlow run)")
+    parser.add_argument("--no-steps", action="store_true", help="the sampler's own CPU only, no MLP step pairs")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     marker_cost(200_000)
+    reader_cost(5_000)
+    if args.readers_only:
+        return
     with tempfile.TemporaryDirectory() as folder:
         for freq in (int(f) for f in args.freqs.split(",")):
             sampler_cpu(freq, args.idle_seconds, Path(folder))
-            step_cost(freq, args.pairs, args.steps, Path(folder))
+            if not args.no_steps:
+                step_cost(freq, args.pairs, args.steps, Path(folder))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.runtime.live_scalars import DATA_AUG, FP_TO_BP, ITERATION_TIME, LIVE_TAGS
-from npu_tf_profiling.runtime.anomaly_watch import REFERENCE_AFTER, AnomalyWatch
+from npu_tf_profiling.runtime.anomaly_watch import QUIET_ITERATIONS, REFERENCE_AFTER, AnomalyWatch
 from tests.helpers.trace_files import only_prof_dir
 
 SCRIPT = Path(__file__).parent / "scripts" / "anomaly_train.py"
@@ -197,7 +197,9 @@ def test_cooldown_and_max_captures_bound_the_captures() -> None:
     written: list[dict] = []
     watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=2, cooldown=10), written.append)
     times = [1000.0] * 200
-    for slow_at in (60, 65, 100, 150):  # 65: in the cooldown after 60's capture; 150: past max_captures
+    # 60: a lone spike on a quiet run, captured at once; after it, two slow in a row arm a capture (65-66: in the
+    # cooldown after 60's capture; 100-101: captured; 150-151: past max_captures)
+    for slow_at in (60, 65, 66, 100, 101, 150, 151):
         times[slow_at - 1] = 9000.0
     traced: set[int] = set()
     _feed(watch, times, traced)
@@ -205,9 +207,30 @@ def test_cooldown_and_max_captures_bound_the_captures() -> None:
     reference, *anomalies = written
     assert reference["kind"] == "reference" and reference["captured"] == [REFERENCE_AFTER + 3, REFERENCE_AFTER + 4]  # iteration 1 has no time
     assert [(a["first_slow"], a["captured"], a.get("not_captured", "")[:8]) for a in anomalies] == [
-        (60, [61, 62], ""), (65, [], "in the c"), (100, [101, 102], ""), (150, [], "max_capt")]
-    assert all(not a["persisted"] for a in anomalies)  # lone spikes: the traced iterations were normal
-    assert traced == {23, 24, 61, 62, 101, 102}
+        (60, [61, 62], ""), (65, [], "in the c"), (100, [102, 103], ""), (150, [], "max_capt")]
+    assert all(not a["persisted"] for a in anomalies)  # the traced iterations were normal
+    assert traced == {23, 24, 61, 62, 102, 103}
+
+
+def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_run_is_quiet_again() -> None:
+    """A busy host's lone stalls would spend the captures on noise: after one, a slow iteration needs a second."""
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
+    times = [1000.0] * 10_400
+    for slow_at in (60, 300, 500, 501, 502, 503, 10_350):  # 10,350: QUIET_ITERATIONS after the last lone one (300)
+        times[slow_at - 1] = 9000.0
+    traced: set[int] = set()
+    _feed(watch, times, traced)
+    watch.close()
+    anomalies = [a for a in written if a["kind"] == "anomaly"]
+    assert [(a["first_slow"], a["captured"], a.get("not_captured", "")[:22], a.get("confirmed_by_next", False))
+            for a in anomalies] == [
+        (60, [61, 62], "", False),  # the run was quiet: the first slow iteration armed the capture
+        (300, [], "a lone slow iteration,", False),  # steady after it: not captured, and said why
+        (500, [502, 503], "", True),  # the regime: confirmed by 501, traced while still slow
+        (10_350, [10_351, 10_352], "", False)]  # quiet again for QUIET_ITERATIONS: at once
+    assert anomalies[2]["persisted"] and anomalies[2]["still_slow"] == [502, 503]
+    assert 10_350 - 300 > QUIET_ITERATIONS >= 500 - 300
 
 
 def test_cluster_lists_each_ranks_anomalies_and_which_were_shared(tmp_path: Path, capsys) -> None:

@@ -39,7 +39,7 @@ from tests.helpers.trace_files import only_prof_dir
 
 SCRIPT = Path(__file__).parent / "scripts" / "host_truth_train.py"
 OPTIONS = {"training_trace": "on", "host_sys": "cpu,mem,disk,network,osrt", "host_sys_usage": "cpu,mem",
-           "profile_memory": True, "mstx": "on"}
+           "profile_memory": True, "mstx": "on", "with_stack": True, "gc_detect_threshold": 1}  # every host switch
 BIG_STEP, BUSY_FROM = 10, 25
 
 
@@ -151,7 +151,7 @@ def test_markers_are_in_the_host_timeline_and_summarised_per_iteration(run) -> N
     markers = read_markers(layout.device_dir(prof, 0))
     assert sum(m.kind == "range" and m.message == "prepare batch" for m in markers) == 40
     assert [m.message for m in markers if m.kind == "mark"] == ["busy thread starts"]
-    timeline = json.loads(next(out.glob("host_*.json")).read_text())
+    timeline = json.loads(next(out.glob("host_[0-9]*.json")).read_text())  # not with_stack's host_trace_<ts>.json
     assert chrome_trace.validate_chrome_trace(timeline) == []
     names = {(e["ph"], e["name"]) for e in timeline}
     assert {("X", "prepare batch"), ("i", "busy thread starts"), ("C", "CPU Usage"), ("C", "Memory Usage"),

@@ -17,6 +17,7 @@ import tensorflow.compat.v1 as tf
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.other_runs import K_MODEL_ID, K_SIGNATURE, RETRACE, encode_other_run
 from npu_tf_profiling.raw_format.task_record import frame_task_record
 from npu_tf_profiling.reports.cluster.analysis import analyze_cluster
 from npu_tf_profiling.reports.cluster.data import CLUSTER_OUTPUT_DIR
@@ -124,6 +125,38 @@ def test_slow_rank_analysis_leaves_traced_steps_out(tmp_path: Path) -> None:
     assert main(["cluster", str(tmp_path), "--no-tasks"]) == 0
     csv_text = (tmp_path / CLUSTER_OUTPUT_DIR / "cluster_step_trace_time.csv").read_text()
     assert len([line for line in csv_text.splitlines() if ",rank," in line]) == 60  # every step stays in the table
+
+
+def test_a_step_retraced_on_one_rank_is_left_out_for_all_and_named(tmp_path: Path) -> None:
+    # Rank 2's call of step 7 retraced its tf.function for 200 ms before the step ran (its FP Start, and all after it,
+    # come 200 ms late): without its retrace line, the step is listed as rank 2's slow input.
+    write_cluster(tmp_path, ClusterPlan(ranks=3, steps=20, jitter=0.01))
+    rank2 = next(tmp_path.glob("PROF_*RANK0002")) / "device_2"
+    path = rank2 / layout.DATA_DIR / layout.TRAINING_TRACE_FILE
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    (step7,) = [r for r in recs if r["run"] == 7]
+    previous_end = max(r["iteration_end"] for r in recs if r["run"] == 6)
+    for rec in recs:
+        if rec["run"] >= 7:
+            for key in ("fp_start", "bp_end", "iteration_end"):
+                rec[key] += 200_000.0
+            rec["reduce"] = [[s + 200_000.0, e + 200_000.0] for s, e in rec["reduce"]]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    fooled = analyze_cluster(tmp_path).report
+    assert "step 7 (model 1) rank 2: Data Aug Bound 200" in fooled.verdict  # the retrace read as a slow input
+
+    (rank2 / layout.DATA_DIR / layout.OTHER_RUNS_FILE).write_bytes(encode_other_run(
+        previous_end + 10.0, previous_end + 200_000.0, RETRACE, "train_step", {K_MODEL_ID: 1, K_SIGNATURE: "x: float32[3,8]"}))
+    info_path = rank2 / layout.INFO_FILE
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps({**info, layout.K_OTHER_RUNS_RECORDED: True}))
+    analysis = analyze_cluster(tmp_path)
+    assert analysis.retraced_steps == frozenset({(1, 7)}) and step7["run"] == 7
+    assert ("1 retraced step(s) left out of the slow-rank tests (model 1: 7): the step's call traced a new concrete "
+            "function on that rank") in analysis.report.verdict
+    assert analysis.report.slow_ranks == [] and analysis.report.missing["total_missing"] == 0
+    assert "step 7 (model 1) rank 2" not in analysis.report.verdict
+    assert analysis.report.compute.ranks[2].steps_tested == fooled.compute.ranks[2].steps_tested - 1 == 20 - 1
 
 
 def test_a_real_task_trace_window_is_left_out(tmp_path: Path) -> None:

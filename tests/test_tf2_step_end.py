@@ -2,11 +2,14 @@
 
 TensorFlow's DCGAN tutorial steps with two tapes and two optimizers and returns nothing, so no output
 waits on its updates. tests/scripts/tf2_gan.py's `no_return` is that shape, and `keras_no_return` a Keras
-`train_step` override returning an empty dict. Against the same run's task trace (on the step trace's
+`train_step` override returning an empty dict; `nested_no_return` a step reading the batch and calling an
+inner `tf.function` doing both updates (the caller returns nothing either), and `strategy_no_return` the
+step as `strategy.run` under a one-device MirroredStrategy. Against the same run's task trace (on the step trace's
 clock to a few µs, tests/test_tf2_gan.py): no gradient kernel ends after BP End, and Iteration End is no
 earlier than the last optimizer update's kernel. Against the host: the self-check found each call's
 return within its bound of the row's end (runtime/end_check.py). The step returning its losses
-(`two_tapes`) is tests/test_tf2_gan.py's.
+(`two_tapes`) is tests/test_tf2_gan.py's. The nested and strategy shapes train the very weights `no_return`
+does (the same ops and seeds: equal unprofiled, checked once by hand), so `no_return`'s plain twin is theirs too.
 
 The self-check's warning: the fault `--end-early` gives discovery back its old choice (a sink running a
 few updates, nothing more), and `--slow-tail` ends the step with a 20 ms side effect, four times the
@@ -38,6 +41,8 @@ RUNS = {
     "no_return": ("no_return", (), True),
     "no_return plain": ("no_return", (), False),
     "keras_no_return": ("keras_no_return", (), True),
+    "nested_no_return": ("nested_no_return", (), True),
+    "strategy_no_return": ("strategy_no_return", (), True),
     "early": ("no_return", ("--end-early", "--slow-tail"), True),
 }
 
@@ -59,17 +64,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict, str,
     return found
 
 
-@pytest.mark.parametrize("style", ["no_return", "keras_no_return"])
+PLAIN_TWIN = {"no_return": "no_return plain", "nested_no_return": "no_return plain", "strategy_no_return": "no_return plain"}
+
+
+@pytest.mark.parametrize("style", ["no_return", "keras_no_return", "nested_no_return", "strategy_no_return"])
 def test_a_step_returning_nothing_ends_after_all_it_runs(runs: dict, style: str) -> None:
     result, _, out = runs[style]
-    if f"{style} plain" in runs:  # one plain twin is enough for the change both styles share (the CPU the suite pays)
-        assert result["weights"] == runs[f"{style} plain"][0]["weights"]
+    if style in PLAIN_TWIN:  # keras_no_return: one plain twin is enough for the change the styles share (the CPU the suite pays)
+        assert result["weights"] == runs[PLAIN_TWIN[style]][0]["weights"]
     (model,) = info_of(out)["models"].values()
     assert model["iteration_end_also"] and "nothing the function returns waits on all it runs" in model["reasons"][0]
     _, rows = step_trace_rows(out)
     (model_id, model_rows), = rows_by_model(rows).items()
     ids = [int(r["Iteration ID"]) for r in model_rows]
     assert ids == list(range(1, len(ids) + 1)) and len(ids) >= WINDOW[1]  # rows end with the task window, or a little after
+    if style == "nested_no_return":  # the outer step reads the batch, returns nothing, and still gives it to the inner's rows
+        assert "the read of train_step" in model["get_next_from"], model["get_next_from"]
+        assert all(r["GetNext Start(us)"] != "N/A" for r in model_rows), [r["GetNext Start(us)"] for r in model_rows]
     by_iteration = {int(r["Iteration ID"]): r for r in model_rows}
     tasks = [t for t in task_rows(out) if t["Model ID"] == model_id]
     for iteration in range(WINDOW[0], WINDOW[1] + 1):

@@ -6,7 +6,7 @@ iteration, its factor against the baseline, the iterations whose tasks were
 traced, and whether they were still slow). The tasks of those iterations are in
 the folder's task records like any task_trace iteration, so "what changed" is
 read from the task table: per op (name and type), its time per iteration in the
-anomaly's captured iterations against the reference's. An op the reference did
+anomaly's captured iterations that were still slow (all of them for a spike) against the reference's. An op the reference did
 not run, or ran CHANGED_RATIO times shorter, is named, largest added time first,
 when its added time is at least CHANGED_FLOOR_US and CHANGED_SHARE of the
 slowdown (the captured iterations' mean time over the reference's): smaller
@@ -91,10 +91,26 @@ def anomalies_of(data: ProfData) -> list[dict[str, Any]]:
             entry = dict(anomaly, device_id=device.device_id)
             reference = references.get(anomaly.get("model_id")) or {}
             if tasks is not None and anomaly.get("captured") and reference.get("captured"):
-                slowdown = _mean(anomaly.get("captured_us")) - _mean(reference.get("captured_us"))
-                entry["changed"] = what_changed(tasks, int(anomaly["model_id"]), anomaly["captured"], reference["captured"], slowdown)
+                iterations, times = slow_part(anomaly)
+                slowdown = _mean(times) - _mean(reference.get("captured_us"))
+                entry["changed"] = what_changed(tasks, int(anomaly["model_id"]), iterations, reference["captured"], slowdown)
             out.append(entry)
     return out
+
+
+def slow_part(anomaly: dict[str, Any]) -> tuple[list[int], list[float]]:
+    """The captured iterations that were still slow, and their times; all of them for a spike (none was).
+
+    A capture can outlast its slow stretch (it starts an iteration or two after the first slow one, and a
+    confirmed one a step later): its steady iterations ran what the reference ran, and would dilute the
+    ops that made the slow ones slow.
+    """
+    captured, times = list(anomaly.get("captured") or []), list(anomaly.get("captured_us") or [])
+    still = set(anomaly.get("still_slow") or [])
+    if not still or len(times) != len(captured):
+        return captured, times
+    kept = [(i, t) for i, t in zip(captured, times) if i in still]
+    return [i for i, _ in kept], [t for _, t in kept]
 
 
 def _mean(values: Any) -> float:

@@ -18,7 +18,16 @@ taken, so the reports can say what the slow ones ran that the normal ones did
 not; a model's detection starts once its reference is done. A traced iteration is slower by the tracing itself, so it is judged against
 the reference's traced iterations, and the iterations just before and after a
 capture (which hold the start of the tracing and the writing of the trace) are
-not judged at all. ``max_captures`` and ``cooldown`` (iterations after a capture before the
+not judged at all.
+
+A lone slow iteration on a busy host is most often the scheduler, and capturing each one
+spends the captures on noise (benchmarks/anomaly_capture.py at load 15 on 2 cores: 105 stalls
+past 3x and +5 ms in 10,000 steady iterations). So detection confirms itself only where noise
+was seen: while a model has had a lone slow iteration (slow, then steady) in the last
+QUIET_ITERATIONS iterations, a slow one arms task_trace only when the next judged iteration is
+slow too (one iteration later; a lone one is written as not captured, with why). On a quiet run
+the first slow iteration arms it. The rate of false captures then falls from the stall rate p
+to about p² a model (two stalls in a row), and a regime's capture starts one iteration later. ``max_captures`` and ``cooldown`` (iterations after a capture before the
 next) bound the disk; ``storage_limit`` still caps everything.
 
 Each capture becomes one line of ``anomalies.jsonl`` when its iterations and its
@@ -43,6 +52,10 @@ REFERENCE_AFTER = 20  # steady iterations before the baseline is trusted (and th
 KIND_REFERENCE = "reference"
 KIND_ANOMALY = "anomaly"
 KIND_LEFT_OUT = "left_out"
+# A lone slow iteration in the last this many: a slow one needs a second in a row. At load 4-7 on 2 cores the
+# lone stalls came every ~1,500-2,000 iterations (benchmarks/anomaly_capture.py): a memory of 1,000 lapsed between
+# them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
+QUIET_ITERATIONS = 10_000
 UNCAPTURED_LINES = 100  # uncaptured anomalies (past max_captures, in a cooldown) written; past that, only counted
 
 
@@ -63,6 +76,7 @@ class _Capture:
     times_us: list[float] = field(default_factory=list)  # the captured iterations' times (task_trace included)
     traced_us: float | None = None  # a reference's: the median of its traced iterations
     slow_open: bool = True  # the slow stretch has not ended yet
+    confirmed: bool = False  # armed by a second slow iteration in a row (lone ones were seen: module docstring)
 
     def entry(self) -> dict[str, Any]:
         line: dict[str, Any] = {"kind": self.kind, "model_id": self.model_id, "baseline_us": round(self.baseline_us, 1),
@@ -73,6 +87,8 @@ class _Capture:
                         persisted=bool(self.still_slow))
             if self.uncaptured_reason:
                 line["not_captured"] = self.uncaptured_reason
+            if self.confirmed:
+                line["confirmed_by_next"] = True
         elif self.traced_us is not None:
             line["traced_us"] = round(self.traced_us, 1)  # what later captured iterations are judged against
         return line
@@ -95,6 +111,8 @@ class AnomalyWatch:
         self._disturbed: dict[int, set[int]] = {}  # per model: iterations right after a traced one (never judged)
         self._traced_baseline: dict[int, float] = {}  # per model: the reference's traced iterations' median
         self._uncaptured = 0
+        self._last_lone: dict[int, int] = {}  # per model: the last lone slow iteration
+        self._pending: dict[int, tuple[int, float, float]] = {}  # per model: a slow iteration awaiting the next
 
     @property
     def armed(self) -> bool:
@@ -133,6 +151,11 @@ class AnomalyWatch:
                 if capture is not None and (capture.captured or capture.kind == KIND_ANOMALY):
                     self._emit(capture)
             self._armed = self._open = None
+            for model_id, pending in self._pending.items():
+                unconfirmed = self._anomaly(model_id, *pending)
+                unconfirmed.uncaptured_reason = "the run ended before the next iteration could confirm it"
+                self._emit(unconfirmed)
+            self._pending.clear()
             if self._uncaptured > UNCAPTURED_LINES:
                 self._write({"kind": KIND_LEFT_OUT, "uncaptured_anomalies": self._uncaptured - UNCAPTURED_LINES})
             self._uncaptured = 0
@@ -173,12 +196,24 @@ class AnomalyWatch:
                 else:
                     anomaly.slow_open = False
         if not slow:
+            pending = self._pending.pop(model_id, None)
+            if pending is not None:  # slow, then steady: a lone one, while lone ones are common here
+                lone = self._anomaly(model_id, *pending)
+                lone.uncaptured_reason = (f"a lone slow iteration, with another lone one in the last {QUIET_ITERATIONS} "
+                                          "iterations: only a second slow one in a row arms a capture")
+                self._emit(lone)
             recent.append(time_us)
             if model_id not in self._referenced and baseline is not None and self._armed is None:
                 self._referenced.add(model_id)
                 self._armed = _Capture(KIND_REFERENCE, model_id, baseline)
         elif model_id in self._traced_baseline and not self._in_open_stretch(model_id):
-            self._detected(model_id, iteration_id, time_us, baseline)
+            pending = self._pending.pop(model_id, None)
+            if pending is not None:
+                self._detected(model_id, *pending, confirmed_at=(iteration_id, time_us))
+            elif iteration_id - self._last_lone.get(model_id, -QUIET_ITERATIONS - 1) <= QUIET_ITERATIONS:
+                self._pending[model_id] = (iteration_id, time_us, baseline)
+            else:
+                self._detected(model_id, iteration_id, time_us, baseline)
 
     @staticmethod
     def _extend(anomaly: _Capture, iteration_id: int, time_us: float) -> None:
@@ -188,6 +223,9 @@ class AnomalyWatch:
 
     def _emit(self, capture: _Capture) -> None:
         """Write a capture's line; past UNCAPTURED_LINES uncaptured anomalies, only their count (at close)."""
+        if capture.kind == KIND_ANOMALY and capture.slow_iterations == 1 and capture.first_slow is not None:
+            self._last_lone[capture.model_id] = max(self._last_lone.get(capture.model_id, capture.first_slow),
+                                                    capture.first_slow)
         if capture.uncaptured_reason is not None:
             self._uncaptured += 1
             if self._uncaptured > UNCAPTURED_LINES:
@@ -198,9 +236,17 @@ class AnomalyWatch:
         return any(c is not None and c.kind == KIND_ANOMALY and c.model_id == model_id and c.slow_open
                    for c in (self._armed, self._open))
 
-    def _detected(self, model_id: int, iteration_id: int, time_us: float, baseline: float) -> None:
-        anomaly = _Capture(KIND_ANOMALY, model_id, baseline, first_slow=iteration_id, last_slow=iteration_id,
-                           slow_iterations=1, worst_factor=time_us / baseline)
+    @staticmethod
+    def _anomaly(model_id: int, iteration_id: int, time_us: float, baseline: float) -> _Capture:
+        return _Capture(KIND_ANOMALY, model_id, baseline, first_slow=iteration_id, last_slow=iteration_id,
+                        slow_iterations=1, worst_factor=time_us / baseline)
+
+    def _detected(self, model_id: int, iteration_id: int, time_us: float, baseline: float,
+                  confirmed_at: tuple[int, float] | None = None) -> None:
+        anomaly = self._anomaly(model_id, iteration_id, time_us, baseline)
+        if confirmed_at is not None:
+            anomaly.confirmed = True
+            self._extend(anomaly, *confirmed_at)
         if self._captures >= self.settings.max_captures:
             anomaly.uncaptured_reason = f"max_captures ({self.settings.max_captures}) reached"
         elif iteration_id < self._next_allowed:

@@ -4,9 +4,10 @@ Iteration End is the stamp after the op the step is taken to end with. Were that
 not wait on all the step runs (a `tf.function` step that returns nothing once had its end at a sink
 running 2 of 32 optimizer updates), every row would end early, and nothing in the rows could show it:
 their stamps are all in order. The host knows better: a call cannot return before the step's last
-op is done. So the recorder keeps the host return time of a sample of calls (`call_ends`, the call
-hook's clock read, no more), and the reader thread, never the training thread, compares them with
-the rows of the same calls. A call returns after its Iteration End by the time TensorFlow takes to
+op is done. So the recorders keep the host return time of a sample of calls (a TensorFlow 2 step's:
+`call_ends`, the call hook's clock read, no more; a Session's runs: `session/end_returns`, the clock
+read a checked run takes anyway), and a drain (the reader thread's, on the Session path mostly so)
+compares them with the rows of the same calls. A call returns after its Iteration End by the time TensorFlow takes to
 hand the outputs back to Python (a fraction of a millisecond: docs/design.md gives the measured
 figure BOUND_US rests on); when 9 in 10 sampled calls return later than that, the end is early: one
 warning while the job runs, and the figure and the point in info.json (the model's
@@ -32,9 +33,11 @@ TOO_EARLY_US = -500.0  # a call "returning" this long before its row's end: call
 EARLY_NOTE = (
     "Iteration End of {function} ({end}) came {gap_ms:.1f} ms or more before 9 in 10 of its calls returned ({calls} calls checked; "
     "a call returns within {bound_ms:.1f} ms of its last op): that op does not wait on everything the step runs, "
-    "so every row ends early and the time after it counts as the next iteration's. Returning the step's losses, or "
-    "anything that waits on its updates, from the function makes its end exact"
+    "so every row ends early and the time after it counts as the next iteration's. {remedy}"
 )
+FUNCTION_REMEDY = "Returning the step's losses, or anything that waits on its updates, from the function makes its end exact"
+SESSION_REMEDY = ("Fetching, in the training runs, one op that groups everything they run (tf.group of the train ops) "
+                  "makes its end exact")
 
 
 @dataclass
@@ -43,6 +46,7 @@ class EndCheck:
 
     function: str
     iteration_end: str
+    remedy: str = FUNCTION_REMEDY  # the note's last sentence: how a script of this path makes the end exact
     result: dict[str, Any] | None = None  # once decided: the info.json entry
     note: str | None = None  # once decided early: the warning
     _returns: dict[int, float] = field(default_factory=dict)  # call number -> host return (µs)
@@ -88,5 +92,5 @@ class EndCheck:
                        "median_iteration_us": round(median_iteration, 1), "bound_us": round(bound, 1), "early": early}
         if early:
             self.note = EARLY_NOTE.format(function=self.function, end=self.iteration_end, gap_ms=low_gap / 1e3,
-                                          calls=len(gaps), bound_ms=bound / 1e3)
+                                          calls=len(gaps), bound_ms=bound / 1e3, remedy=self.remedy)
             self.result["note"] = self.note

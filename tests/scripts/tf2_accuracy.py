@@ -1,9 +1,10 @@
 """A TensorFlow 2 step profiled by the package while TensorFlow's own profiler traces the same iterations.
 
-Usage: tf2_accuracy.py OUTPUT WARMUP ITERATIONS [mlp|gan]
+Usage: tf2_accuracy.py OUTPUT WARMUP ITERATIONS [mlp|gan|gan_no_return]
 
 The step (a custom `tf.function` with `next()` inside, an MLP, Adam; or `gan`: a generator
-on noise and a critic on the batch and the generator's output, two tapes, two Adams) is profiled
+on noise and a critic on the batch and the generator's output, two tapes, two Adams; `gan_no_return`:
+the same GAN step returning nothing, as TensorFlow's DCGAN tutorial writes it) is profiled
 with `start_tf2_profiling` into OUTPUT. After WARMUP calls, `tf.profiler.experimental`
 traces ITERATIONS calls twice, in two windows one after the other: at host tracer
 level 2, and at level 3. Level 2 holds only the kernels TensorFlow's cost model counts as
@@ -69,7 +70,7 @@ def mlp_step() -> tf.Tensor:
 generator = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(32)])
 critic = tf.keras.Sequential([tf.keras.Input((32,)), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(1)])
 g_optimizer, c_optimizer = tf.keras.optimizers.Adam(1e-3), tf.keras.optimizers.Adam(1e-3)
-if kind == "gan":
+if kind.startswith("gan"):
     g_optimizer.build(generator.trainable_variables)
     c_optimizer.build(critic.trainable_variables)
 
@@ -87,7 +88,20 @@ def gan_step() -> tf.Tensor:
     return c_loss
 
 
-train_step = gan_step if kind == "gan" else mlp_step
+@tf.function
+def gan_no_return_step() -> None:
+    """The GAN step as TensorFlow's DCGAN tutorial writes it: returns nothing (Iteration End waits on every update)."""
+    gan_step.python_function()
+
+
+train_step = {"gan": gan_step, "gan_no_return": gan_no_return_step}.get(kind, mlp_step)
+
+
+def call_step() -> None:
+    """One call, waited for: its output read, or (a step returning nothing) the call itself."""
+    result = train_step()
+    if result is not None:
+        result.numpy()
 
 
 def traced_window(level: int) -> tuple[list[float], str]:
@@ -97,14 +111,14 @@ def traced_window(level: int) -> tuple[list[float], str]:
     tf.profiler.experimental.start(logdir, options=tf.profiler.experimental.ProfilerOptions(host_tracer_level=level))
     for _ in range(iterations):
         anchors.append(float(tf.timestamp().numpy()) * 1e6)
-        train_step().numpy()
+        call_step()
     anchors.append(float(tf.timestamp().numpy()) * 1e6)
     tf.profiler.experimental.stop()
     return anchors, logdir
 
 
 for _ in range(warmup):
-    train_step().numpy()
+    call_step()
 windows = {level: traced_window(level) for level in LEVELS}
 
 # ---- the points the package chose, and the model ops the iteration end waits on
@@ -116,7 +130,8 @@ for _ in range(50):  # the model is registered when the ring reader first reads 
 (points,) = info["models"].values()
 graph = train_step.get_concrete_function().graph
 own = "npu_tf_profiling"
-waited, stack = set(), [graph.get_operation_by_name(points["iteration_end"])]
+# A step returning nothing: its end waits on every update too (info.json's iteration_end_also)
+waited, stack = set(), [graph.get_operation_by_name(name) for name in [points["iteration_end"], *points.get("iteration_end_also", [])]]
 while stack:
     op = stack.pop()
     for parent in [t.op for t in op.inputs] + list(op.control_inputs):

@@ -19,6 +19,9 @@ Styles (one row per call of the step function expected):
     no_return   two_tapes in the style of TensorFlow's DCGAN tutorial: the step returns nothing, so no
                 output waits on its updates
     keras_no_return  dcgan whose `train_step` returns an empty dict (nothing useful)
+    nested_no_return  no_return whose step reads the batch and calls an inner `tf.function` doing both updates
+    strategy_no_return  no_return under a one-device MirroredStrategy: the step is `strategy.run(...)` of the
+                replica's updates on a distributed dataset's batch, and returns nothing
 
 --forget-what-runs injects a fault into the package: its discovery forgets which ops a function's calls
 run, as it did before it knew (a GAN's iteration end was then a dead-end gradient that TensorFlow prunes),
@@ -28,6 +31,7 @@ sleeps, as a logging hook would) that nothing returned waits on.
 --end-early injects a fault: discovery no longer makes the iteration end wait on what the outputs do not
 (as before it did), so a step returning nothing ends at a sink running a few updates: the self-check must say so.
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -99,11 +103,13 @@ class FunctionMLP(tf.Module):
         return x
 
 
-if style == "function_layers":
-    generator, critic = FunctionMLP([LATENT, 512, 64], seed=1), FunctionMLP([64, 512, 1], seed=2)
-else:
-    generator, critic = make_generator(), make_critic()
-g_opt, c_opt = tf.keras.optimizers.Adam(1e-3, beta_1=0.5), tf.keras.optimizers.Adam(1e-3, beta_1=0.5)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0"]) if style == "strategy_no_return" else None
+with strategy.scope() if strategy is not None else contextlib.nullcontext():
+    if style == "function_layers":
+        generator, critic = FunctionMLP([LATENT, 512, 64], seed=1), FunctionMLP([64, 512, 1], seed=2)
+    else:
+        generator, critic = make_generator(), make_critic()
+    g_opt, c_opt = tf.keras.optimizers.Adam(1e-3, beta_1=0.5), tf.keras.optimizers.Adam(1e-3, beta_1=0.5)
 
 
 class WassersteinGP(tf.keras.Model):
@@ -163,23 +169,39 @@ if style in ("wgan_gp", "dcgan", "keras_no_return"):
     gan = WassersteinGP() if style == "wgan_gp" else ConcatenatedGAN()
     gan.compile()
     gan.fit(real_images, steps_per_epoch=steps, epochs=1, verbose=0)
-elif style in ("two_tapes", "function_layers", "no_return"):
-    bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
-    batches = iter(real_images)
+elif style in ("two_tapes", "function_layers", "no_return", "nested_no_return", "strategy_no_return"):
+    batches = iter(real_images if strategy is None else strategy.experimental_distribute_dataset(real_images))
+    if strategy is None:
+        mean_bce = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    else:  # a replica's Keras loss must not average by itself (the strategy's rule): the mean of one replica's batch
+        per_example = tf.keras.losses.BinaryCrossentropy(from_logits=True, reduction=tf.keras.losses.Reduction.NONE)
 
-    @tf.function
-    def train_step() -> tf.Tensor | None:
-        real = next(batches)
+        def mean_bce(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+            return tf.reduce_mean(per_example(labels, logits))
+
+    def updates(real: tf.Tensor) -> tf.Tensor | None:
         with tf.GradientTape() as g_tape, tf.GradientTape() as c_tape:
             fake = generator(tf.random.normal((BATCH, LATENT)), training=True)
             real_score, fake_score = critic(real, training=True), critic(fake, training=True)
-            c_loss = bce(tf.ones_like(real_score), real_score) + bce(tf.zeros_like(fake_score), fake_score)
-            g_loss = bce(tf.ones_like(fake_score), fake_score)
+            c_loss = mean_bce(tf.ones_like(real_score), real_score) + mean_bce(tf.zeros_like(fake_score), fake_score)
+            g_loss = mean_bce(tf.ones_like(fake_score), fake_score)
         g_opt.apply_gradients(zip(g_tape.gradient(g_loss, generator.trainable_variables), generator.trainable_variables))
         c_opt.apply_gradients(zip(c_tape.gradient(c_loss, critic.trainable_variables), critic.trainable_variables))
         if "--slow-tail" in sys.argv:
             tf.numpy_function(lambda: np.float32(time.sleep(0.02) or 0), [], tf.float32, stateful=True)
-        return None if style == "no_return" else c_loss
+        return c_loss if style in ("two_tapes", "function_layers") else None
+
+    inner_updates = tf.function(updates)
+
+    @tf.function
+    def train_step() -> tf.Tensor | None:
+        real = next(batches)
+        if style == "nested_no_return":
+            inner_updates(real)
+        elif style == "strategy_no_return":
+            strategy.run(updates, args=(real,))
+        else:
+            return updates(real)
 
     for _ in range(steps):
         train_step()

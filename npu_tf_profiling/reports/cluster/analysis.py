@@ -57,6 +57,7 @@ class ClusterAnalysis(RankSet):
     alignment: ctl.ClockAlignment
     engine: str = ""  # where the tasks ran
     traced_steps: frozenset[tuple[int, int]] = frozenset()
+    retraced_steps: frozenset[tuple[int, int]] = frozenset()  # a call retraced its step there, on some rank
     output_dir: Optional[Path] = None
     paths: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -102,10 +103,12 @@ def _analyze(root: Path, folders: list[tuple[str, str]], engine: Engine, setting
         shifts = ", ".join(f"rank {r}: {s:+.0f} us" for r, s in sorted(alignment.shifts_us.items()))
         notes.append(f"timeline clocks aligned ({alignment.reason}): {shifts}")
     traced = frozenset().union(*(p.traced_steps for p in parts))
-    report = sr.analyze(rows, sorted(p.rank for p in found), hosts=hosts, notes=notes, settings=settings, left_out=traced)
+    retraced = frozenset().union(*(p.retraced_steps for p in parts))
+    report = sr.analyze(rows, sorted(p.rank for p in found), hosts=hosts, notes=notes, settings=settings,
+                        left_out={sr.TASK_TRACED: traced, sr.RETRACED: retraced})
     report.verdict = sr.render_text(report)
     analysis = ClusterAnalysis(root=root, ranks=parts, empty_ranks=empty, rows=rows, report=report, alignment=alignment,
-                               engine=engine.where, traced_steps=traced, notes=notes)
+                               engine=engine.where, traced_steps=traced, retraced_steps=retraced, notes=notes)
     if options.check_layouts:
         stale = [(p.rank, p.prof_dir, p.device_dir) for p in parts if p.layout_stale]
         analysis.file_notes = fill_layouts(engine, stale, all_layouts)

@@ -28,6 +28,7 @@ from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.data import sync_points
 from npu_tf_profiling.reports.step import records as raw_mod
+from npu_tf_profiling.reports.step import retraces
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.task import traced as task_traced
 
@@ -59,6 +60,7 @@ class RankPart:
     csv_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), "int64"))  # (model, step) of each line
     n_reduce: int = 0
     traced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) task_trace disturbed on this rank
+    retraced_steps: frozenset[tuple[int, int]] = frozenset()  # (model, step) whose call retraced its step here
     layout_stale: bool = False  # its msprof-analyze folder is missing or older than its raw data (``rank_layouts``)
     timeline_notes: list[str] = field(default_factory=list)  # what its timeline fragment left out
 
@@ -108,9 +110,8 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
     part.rows = compact
     part.count = len(compact)
     _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
-    if disturbed.any():
-        hit = frame[disturbed]
-        part.traced_steps = frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))
+    part.traced_steps = _steps(frame, disturbed)
+    part.retraced_steps = _steps(frame, retraces.retraced_rows(frame, Path(device_dir), device.info or {}) != "")
     if options.fragments:
         from npu_tf_profiling.reports.cluster.data import RankData
         from npu_tf_profiling.reports.cluster.timeline_files import write_fragment
@@ -125,3 +126,11 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
         except OSError:  # never fails the analysis: writing the folder then says what is wrong (``rank_layouts``)
             part.layout_stale = True
     return part
+
+
+def _steps(frame: pd.DataFrame, mask: np.ndarray) -> frozenset[tuple[int, int]]:
+    """The (model, step) pairs of the raw frame's masked rows."""
+    if not mask.any():
+        return frozenset()
+    hit = frame[mask]
+    return frozenset(zip(hit[layout.K_MODEL_ID].astype(int).tolist(), hit[raw_mod.ITERATION_ID].astype(int).tolist()))

@@ -42,7 +42,7 @@ def add_cluster(page: Page, analysis: ClusterAnalysis) -> None:
     """The cluster part; ``analysis`` from ``analyze_cluster(..., view_columns=True)``."""
     page.heading(2, f"Cluster: {len(analysis.ranks)} ranks under {analysis.root}")
     page.preformatted(analysis.report.verdict)
-    disturbed = _disturbed(analysis.rows, analysis.traced_steps)
+    disturbed = _disturbed(analysis.rows, analysis.traced_steps | analysis.retraced_steps)
     models = analysis.rows[cst.MODEL_ID].to_numpy(dtype="int64")
     for model_id in np.unique(models).tolist():
         # One model's rows: the rows themselves when there is one model (the usual case; millions of rows at
@@ -74,7 +74,7 @@ def ranks_by_steps(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _disturbed(rows: pd.DataFrame, steps: frozenset[tuple[int, int]]) -> np.ndarray:
-    """Per row: its (model, step) was task-traced, or right after one, on some rank."""
+    """Per row: its (model, step) was task-traced (or right after one), or retraced, on some rank."""
     if not steps:
         return np.zeros(len(rows), dtype=bool)
     keys = pd.MultiIndex.from_arrays([rows[cst.MODEL_ID].to_numpy(dtype="int64"), rows[cst.STEP].to_numpy(dtype="int64")])

@@ -61,17 +61,20 @@ def compiled_step_call(graph: tf.Graph, library: Any) -> tf.Operation | None:
     return stepping[-1] if len(stepping) == 1 else None
 
 
-def around_call(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf.Operation, reason: str) -> TracePoints | None:
+def around_call(graph: tf.Graph, index: GraphIndex, found: TracePoints, call: tf.Operation, reason: str) -> TracePoints:
     """The points of a graph that calls the step: its reads, and as iteration end the output
-    that waits on the call (automatic control dependencies put the call before it); no FP/BP."""
+    that waits on the call (automatic control dependencies put the call before it); no FP/BP.
+    A caller returning nothing (a `tf.function` step that reads the batch and calls an inner one doing
+    the updates) has no such output: its end is then the call itself, and, as `also`, the row is
+    written after it (not before, as a gated end's)."""
+    also: tuple[str, ...] = ()
     if found.iteration_end is not None and call.name in index.ancestors([found.iteration_end]):
         end = found.iteration_end
     else:
         ends = [t.op.name for t in graph.outputs if call.name in index.ancestors([t.op.name])]
-        if not ends:
-            return None
-        end = ends[0]
-    return TracePoints(get_next=found.get_next, iteration_end=end, is_training=True,
+        end = ends[0] if ends else call.name
+        also = () if ends else (call.name,)
+    return TracePoints(get_next=found.get_next, iteration_end=end, iteration_end_also=also, is_training=True,
                        reasons=(reason, *(r for r in found.reasons if r.startswith("get_next"))))
 
 

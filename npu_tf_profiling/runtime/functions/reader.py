@@ -187,10 +187,14 @@ class FunctionModel:
 
     def _sample_returns(self) -> None:
         """Its calls' host returns, for the self-check (`end_check`), until it has its sample: then (or when the
-        calls are not this step's alone: another recording of them has rows, or this one reads a batch for a
-        step) no more counting. A trace that never runs is no other recording: TensorFlow traces a step that
-        creates variables (an optimizer's slots) twice, and only the second runs."""
-        if self.feeds is not None or any(m is not self and m._done for m in self.call_ends.models):
+        calls are not this step's alone: another recording of them has rows) no more counting. A trace that
+        never runs is no other recording: TensorFlow traces a step that creates variables (an optimizer's
+        slots) twice, and only the second runs. Nor is a caller reading the batch for this step (`feeds`, a
+        step that reads and calls an inner `tf.function` doing the updates): its calls are this step's, and
+        the step's recording checks them."""
+        if self.feeds is not None:
+            return
+        if any(m is not self and m.feeds is None and m._done for m in self.call_ends.models):
             stop_watching(self.call_ends)
             return
         if self.end_check is None:

@@ -22,6 +22,7 @@ _TRACE_FRAME = TRACE_FRAME[1]
 _BODY_FRAME = BODY_FRAME[1]
 _CALL_FRAME = "__call__"  # Function.__call__, the call that traces
 _HOOK_FRAME = "claiming_call"  # the package's call hook around it (host_reads)
+_HOOK_DEPTH = 6  # frames from `Function.__call__` out to the hook (`_hooked`)
 _LOOP_BODY_NAME = "while_body"
 
 FUNCTION = "function"  # a tf.function's own graph
@@ -83,10 +84,13 @@ def tracing_context(graph_name: str) -> TracingContext:
 
 
 def _hooked(call_frame: Any) -> bool:
-    """Whether the call hook is among the few frames around `Function.__call__` (TensorFlow's
-    traceback filter wraps it in one more)."""
+    """Whether the call hook is among the few frames around `Function.__call__`: TensorFlow's
+    traceback filter wraps it in one more, and a call not yet known as a step's is timed as another
+    run (`other_runs.function_call`, its `timed` and the call's lambda: three more). A step whose
+    first call comes after another function's trace put the hook in place (a distributed dataset's
+    iterator) is one: missed, its calls were counted from 2 and matched with the wrong rows."""
     frame = call_frame.f_back
-    for _ in range(3):
+    for _ in range(_HOOK_DEPTH):
         if frame is None:
             return False
         if frame.f_code.co_name == _HOOK_FRAME:

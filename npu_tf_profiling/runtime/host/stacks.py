@@ -8,11 +8,11 @@ a stack seen for the first time is written once with its frames. The same
 thread writes the GC pauses ``gc_pauses`` collected. Lines go out in batches
 every FLUSH_S through the run's append-only writers, so a kill loses at most
 that last batch. ``HostCollection`` (``collection``) starts, flushes and stops it with
-the folder's other host parts. It stays a thread of its own, not a step of the psutil
-sampler's: one thread would do the same work (no CPU saved but a wake-up), and each psutil
-sample (~0.6-0.8 ms of CPU with every counter, against ~0.03-0.2 ms a stack sample; RESULTS.md's
-host_switches_cost and host_recorder_cost rows) would push every other stack sample late
-by 6-8% of its 10 ms period, at a rate (host_sys_usage_freq, 1-50 Hz) the user sets.
+the folder's other host parts. It stays a thread of its own, not a step of the counters
+sampler's: one thread would do the same work (no CPU saved but a wake-up), at two rates (100 Hz here,
+host_sys_usage_freq's 1-50 Hz there) that one loop would have to interleave. A counters sample
+(~0.05 ms of CPU with every counter through /proc, ``counters``) is shorter than a stack sample
+(~0.03-0.2 ms; RESULTS.md's host_recorder_cost row), so a merged loop would save only the wake-up.
 
 The training thread is the main thread: the TF1 session loop, Estimator,
 Keras ``fit`` and custom TF2 loops all run there in the scripts we profile.

@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, optypes
 from npu_tf_profiling.raw_format.call_sites import TRAINING_RUN
+from npu_tf_profiling.raw_format.layout import K_ITERATION_END_CHECK
 from npu_tf_profiling.runtime import call_sites, other_runs, tf_private
 from npu_tf_profiling.runtime.session.fed_arrays import FEEDS_KEY, FeedWatch
 from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
@@ -67,6 +68,7 @@ class _GraphState:
     op_types: dict[str, str] | None = None
     runs_taken: int = 0  # the highest run number a session of this graph handed out
     steps: StepsSeen = field(default_factory=StepsSeen)
+    end_check: dict[str, Any] | None = None  # the iteration end's self-check (`end_returns`), once decided
 
     def model_in(self, run: ProfilingRun, graph: tf.Graph, task_trace: bool, source: CollectionSource) -> ModelEntry:
         """This graph's model in `run`, registered on first use; `source` (the recording session's)
@@ -79,6 +81,8 @@ class _GraphState:
             fallbacks = self.chosen.fallbacks_for(source.asked_points())
             if fallbacks:
                 entry[FALLBACK_KEY] = fallbacks
+            if self.end_check is not None:
+                entry[K_ITERATION_END_CHECK] = self.end_check
             with _MODEL_LOCK:
                 model = run.register_model(self._model_key(run), entry, self.op_types if task_trace else None)
             call_sites.note_caller(TRAINING_RUN, {"model_id": model.model_id})  # the user's line running the step

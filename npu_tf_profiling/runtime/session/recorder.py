@@ -40,6 +40,7 @@ from npu_tf_profiling.runtime.collection import Collection
 from npu_tf_profiling.runtime.probes import GraphProbes
 from npu_tf_profiling.runtime.ring import RING_ROWS, RingOps
 from npu_tf_profiling.runtime.ring_reader import read_in_the_background, stop_reading
+from npu_tf_profiling.runtime.session.end_returns import SessionEndCheck
 from npu_tf_profiling.runtime.session.step_stats_capture import RawRunMetadata, full_trace_options
 
 DRAIN_EVERY_RUNS = RING_ROWS // 2
@@ -49,6 +50,8 @@ class Source(Protocol):
     def poll(self) -> Collection | None: ...
 
     def after_iteration(self, iteration_id: int) -> None: ...
+
+    def note(self, message: str) -> None: ...
 
 
 @dataclass
@@ -65,6 +68,7 @@ class GraphRecording(Protocol):
     probes: GraphProbes | None
     runs_taken: int  # the highest run number any session of the graph has handed out
     steps: StepsSeen  # the latest global step its recorded iterations reached
+    end_check: dict[str, Any] | None  # the iteration end's self-check, once a session of the graph decided it
 
     def model_in(self, run: Any, graph: Any, task_trace: bool, source: Any) -> Any: ...
 
@@ -100,6 +104,8 @@ class Recorder:
         self.closed = False
         self._draining = threading.Lock()
         self._unrecorded: set[int] = set()  # seqs of fed iterations (`run_unrecorded`)
+        # The iteration end's self-check (`end_returns`): its first runs' host returns against their rows.
+        self._end = SessionEndCheck(probes.iteration_end) if probes is not None and state.end_check is None else None
         read_in_the_background(self)
         if probes is not None:
             # TensorFlow builds an executor for each new fetch signature (tens of ms): pay it for the
@@ -142,6 +148,8 @@ class Recorder:
             self.issued -= 1
             raise
         if self.issued >= self._check_at:
+            if self._end is not None and self._end.sampling(self.issued):
+                self._end.returned(self.issued, time.time())
             self._guarded(self._poll)
             self._guarded(self._checkpoint)
         return out
@@ -161,6 +169,8 @@ class Recorder:
             self.issued -= 1
             raise
         end = time.time()
+        if self._end is not None and self._end.sampling(self.issued):
+            self._end.returned(self.issued, end)
         if tasks:
             self._guarded(lambda: self._record_tasks(out[-1] if self._probes is not None else None, run_metadata, start, end))
         self._guarded(self._checkpoint)
@@ -208,6 +218,7 @@ class Recorder:
     def _schedule_checks(self) -> None:
         collection = self._collection
         per_run = collection is not None and collection.active and collection.captures_tasks
+        per_run = per_run or (self._end is not None and self._end.sampling(self.issued + 1))
         self._check_at = self.issued + 1 if per_run else self._runs_at_drain + DRAIN_EVERY_RUNS
 
     def read_in_background(self) -> None:
@@ -246,6 +257,7 @@ class Recorder:
         self._runs_at_drain = max(self.issued, 1)
         fresh = self._read_ring(settled)
         if not len(fresh):
+            self._check_end(fresh)  # the sample's last returns may come after its rows (a session closing then)
             return
         seqs = fresh[:, 0].astype(np.int64)
         if self._base is None:
@@ -263,7 +275,9 @@ class Recorder:
         if self._unrecorded:
             mine &= ~np.isin(seqs, list(self._unrecorded))
             self._unrecorded = {seq for seq in self._unrecorded if seq > seqs[-1]}
-        self._record(fresh[mine], ids[mine])
+        rows = fresh[mine]
+        self._record(rows, ids[mine])
+        self._check_end(rows)
         self._source.after_iteration(int(ids[-1]))
 
     def _read_ring(self, settled: bool) -> np.ndarray:
@@ -347,6 +361,16 @@ class Recorder:
         collection.run.record_trace_frame(encode_frame(model.model_id, shape, records))
         collection.recorded(model.model_id, shape, ids, records["times"])
         collection.cycle_ended(ids)
+
+    def _check_end(self, rows: np.ndarray) -> None:
+        """The self-check's rows (`end_returns`); once it decides, its result in info.json and its warning once."""
+        if self._end is None or not self._end.add_rows(rows[:, 0], rows[:, -1] * 1e6):
+            return
+        self._state.end_check = self._end.check.result
+        collection = self._collection
+        if collection is not None and collection.active:
+            model = self._state.model_in(collection.run, self._graph, collection.may_capture_tasks, self._source)
+            self._end.apply(collection.run, model, self._source)
 
     def _record_tasks(self, row: Any, run_metadata: RawRunMetadata, start: float, end: float) -> None:
         collection = self._collection

@@ -44,8 +44,9 @@ Sporadic outliers (a step slow on one rank only, the rank otherwise fine) are
 listed too, largest first.
 
 Steps task_trace disturbed on any rank (a FULL_TRACE step and the one after
-it, ``reports.task.traced``) are left out of questions 1-3 for every rank and
-named in a note; they still count as present for question 4.
+it, ``reports.task.traced``), and steps whose call retraced its step on any rank
+(``reports.step.retraces``), are left out of questions 1-3 for every rank and
+named in a note a kind; they still count as present for question 4.
 """
 from __future__ import annotations
 
@@ -54,10 +55,10 @@ from npu_tf_profiling.reports.cluster.slow_rank.missing import missing_steps
 from npu_tf_profiling.reports.cluster.slow_rank.outlier_methods import binomial_tail, high_outliers, method_description
 from npu_tf_profiling.reports.cluster.slow_rank.outliers import MetricResult, outliers
 from npu_tf_profiling.reports.cluster.slow_rank.render import render_text
-from npu_tf_profiling.reports.cluster.slow_rank.verdict import SlowRankReport, analyze
+from npu_tf_profiling.reports.cluster.slow_rank.verdict import RETRACED, TASK_TRACED, SlowRankReport, analyze
 from npu_tf_profiling.reports.cluster.slow_rank.waits import WaitResult, wait_votes
 
 __all__ = [
-    "JSON_NAME", "TEXT_NAME", "MetricResult", "Settings", "SlowRankReport", "WaitResult",
+    "JSON_NAME", "RETRACED", "TASK_TRACED", "TEXT_NAME", "MetricResult", "Settings", "SlowRankReport", "WaitResult",
     "analyze", "binomial_tail", "high_outliers", "method_description", "missing_steps", "outliers", "render_text", "wait_votes",
 ]

@@ -105,41 +105,52 @@ def communication_shares(rows: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def without_steps(rows: pd.DataFrame, left_out: frozenset[tuple[int, int]]) -> tuple[pd.DataFrame, list[str]]:
-    """``rows`` less the (model, step) pairs in ``left_out``, on every rank; and a note saying which.
+TASK_TRACED = "task-traced"
+RETRACED = "retraced"
+# Why a kind of step is left out of the tests on every rank: the one rank's step is slow for a reason the
+# others do not share, and they then wait for it in the all-reduce.
+LEFT_OUT_WHY = {
+    TASK_TRACED: "FULL_TRACE slows a traced step and writing its trace delays the next, on that rank, and the others wait for it",
+    RETRACED: "the step's call traced a new concrete function on that rank (a tf.function retrace), and the others wait for it",
+}
 
-    A step task-traced on one rank is left out for all: the rank's FULL_TRACE
-    slows it, and the other ranks then wait for it in the all-reduce.
-    """
-    if not left_out:
+
+def without_steps(rows: pd.DataFrame, left_out: dict[str, frozenset[tuple[int, int]]]) -> tuple[pd.DataFrame, list[str]]:
+    """``rows`` less the (model, step) pairs in ``left_out`` (by kind, ``LEFT_OUT_WHY``), on every rank; a note a kind."""
+    if not any(left_out.values()):
         return rows, []
     keys = list(zip(rows[cst.MODEL_ID].astype(int).tolist(), rows[cst.STEP].astype(int).tolist()))
-    drop = np.fromiter((key in left_out for key in keys), dtype=bool, count=len(keys))
+    drops = {kind: np.fromiter((key in steps for key in keys), dtype=bool, count=len(keys))
+             for kind, steps in left_out.items() if steps}
+    drop = np.logical_or.reduce(list(drops.values()))
     if not drop.any():
         return rows, []
-    by_model: dict[int, list[int]] = {}
-    for model, step in sorted({key for key, gone in zip(keys, drop) if gone}):
-        by_model.setdefault(model, []).append(step)
-    count = sum(len(steps) for steps in by_model.values())
-    where = "; ".join(f"model {model}: {step_ranges(steps)}" for model, steps in by_model.items())
     if drop.all():
-        return rows, [f"every step was task-traced or right after one ({where}), so the slow-rank tests use them "
-                      "and include task_trace's overhead"]
-    note = (f"{count} task-traced step(s) left out of the slow-rank tests ({where}): FULL_TRACE slows a traced step "
-            "and writing its trace delays the next, on that rank, and the others wait for it")
-    return rows[~drop].reset_index(drop=True), [note]
+        return rows, [f"every step was {' or '.join(drops)} (or right after a task-traced one), so the slow-rank "
+                      "tests use them and include what slowed them"]
+    notes = []
+    for kind, dropped in drops.items():
+        if not dropped.any():
+            continue
+        by_model: dict[int, list[int]] = {}
+        for model, step in sorted({key for key, gone in zip(keys, dropped) if gone}):
+            by_model.setdefault(model, []).append(step)
+        count = sum(len(steps) for steps in by_model.values())
+        where = "; ".join(f"model {model}: {step_ranges(steps)}" for model, steps in by_model.items())
+        notes.append(f"{count} {kind} step(s) left out of the slow-rank tests ({where}): {LEFT_OUT_WHY[kind]}")
+    return rows[~drop].reset_index(drop=True), notes
 
 
 def analyze(rows: pd.DataFrame, all_ranks: list[int], hosts: list[str] | None = None,
             notes: list[str] | None = None, settings: Settings = Settings(),
-            left_out: frozenset[tuple[int, int]] = frozenset()) -> SlowRankReport:
+            left_out: dict[str, frozenset[tuple[int, int]]] | None = None) -> SlowRankReport:
     """All analyzers on the rank rows of ``cluster_step_trace.rank_rows``; ``all_ranks`` includes ranks without data.
 
-    ``left_out``: (model, step) pairs the tests skip (task-traced ones); they
+    ``left_out``: by kind (``LEFT_OUT_WHY``), (model, step) pairs the tests skip; they
     still count as present for the missing-steps question.
     """
     present = rows
-    rows, left_out_notes = without_steps(rows, left_out)
+    rows, left_out_notes = without_steps(rows, left_out or {})
     notes = list(notes or []) + left_out_notes
     ranks = sorted(int(r) for r in present[cst.INDEX].unique())
     compute = outliers(rows, METRIC_COMPUTE, settings)
