@@ -48,7 +48,7 @@ FALSE_ADVICE_PCT = 5.0
 def _run(script: Path, fixed: bool, output: Path) -> dict:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
     environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true", PYTHONPATH=f"{ROOT}{os.pathsep}{CASES_DIR}",
-                   PROFILING_OPTIONS=json.dumps({"output": str(output), "training_trace": "on", "host_sys_usage": "cpu"}))
+                   PROFILING_OPTIONS=json.dumps({"output": str(output), "training_trace": "on"}))
     done = subprocess.run([sys.executable, str(script), *(["--fixed"] if fixed else [])], cwd=CASES_DIR, env=environ,
                           capture_output=True, text=True, timeout=900)
     if done.returncode != 0:

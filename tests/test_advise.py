@@ -39,8 +39,7 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for script in (TF2_SCRIPT, TF1_SCRIPT):
         environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
         environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true",
-                       PROFILING_OPTIONS=json.dumps({"output": str(root / script.stem), "training_trace": "on",
-                                                                 "host_sys_usage": "cpu"}))  # bounds the tf.data gains
+                       PROFILING_OPTIONS=json.dumps({"output": str(root / script.stem), "training_trace": "on"}))
         jobs[script.stem] = subprocess.Popen([sys.executable, str(script)], cwd=root, env=environ,
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for name, job in jobs.items():
@@ -65,9 +64,6 @@ def test_a_serial_map_without_prefetch_gets_its_line_a_diff_and_a_gain_from_getn
     g = tfdata["evidence"]["input_share_pct"]
     assert g == pytest.approx(100 * summarize_prof_dir(prof).models[0].input_share, abs=0.05)
     assert 0 < tfdata["expected_gain_pct"] <= g  # never more than the wait it removes
-    busy = tfdata["evidence"]["host_cpu_busy_pct"]  # host_sys_usage cpu, over the steady iterations
-    assert 0 < busy < 100 and tfdata["expected_gain_pct"] <= 100 - busy + 0.05  # nor than the idle CPU it could use
-    assert "at most the host's idle CPU over the steady iterations" in tfdata["gain_formula"]
     # the numpy_function in the second map: the line, and why parallel calls do not help it
     assert found["tf.data py_function"]["where"] == _line(TF2_SCRIPT, "py_function")
     assert "GIL" in found["tf.data py_function"]["action"]

@@ -46,14 +46,6 @@ class ModelEvidence:
     def device_kind(self) -> str:
         return str(self.info.get("device_kind") or "CPU")
 
-    def span_us(self) -> tuple[float, float]:
-        """From the first basis row's FP Start to the last one's Iteration End (µs); the widest span when unknown."""
-        fp = self.rows[st.FP_START].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
-        end = self.rows[st.ITERATION_END].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
-        if not np.isfinite(fp).any() or not np.isfinite(end).any():
-            return -np.inf, np.inf
-        return float(np.nanmin(fp)), float(np.nanmax(end))
-
     def share(self, name: str) -> float:
         return self.summary.shares.get(name) or 0.0
 

@@ -36,22 +36,6 @@ class HostTruth:
     gc_ends: Optional[np.ndarray] = None
     # host_sys_usage cpu: the host's busy share in percent over the run (all cores, all processes)
     cpu_usage_pct: Optional[float] = None
-    # host_sys_usage cpu's samples: their times (µs) and the host's cumulative CPU seconds (``SYS_CPU_IDLE`` is idle)
-    sys_cpu_t_us: Optional[np.ndarray] = None
-    sys_cpu: Optional[np.ndarray] = None
-
-    def busy_share(self, start_us: float = -np.inf, end_us: float = np.inf) -> Optional[float]:
-        """The host's busy share of its CPU between two times (all cores, all processes), from the first to the last
-        sample inside them; None without two such samples."""
-        if self.sys_cpu is None or self.sys_cpu_t_us is None:
-            return None
-        inside = (self.sys_cpu_t_us >= start_us) & (self.sys_cpu_t_us <= end_us)
-        cpu = self.sys_cpu[inside]
-        if len(cpu) < 2:
-            return None
-        spent = cpu[-1] - cpu[0]
-        total = float(spent.sum())
-        return None if total <= 0 else 1.0 - float(spent[SYS_CPU_IDLE]) / total
 
 
 def read_host_truth(device_dir: Path) -> HostTruth:
@@ -70,10 +54,18 @@ def read_host_truth(device_dir: Path) -> HostTruth:
     pauses = read_gc_pauses(data / layout.GC_PAUSES_FILE)
     if len(pauses.starts):
         truth.gc_starts, truth.gc_ends = pauses.starts, pauses.starts + pauses.durations
-    samples = read_host_samples(Path(device_dir))
-    if samples is not None and samples.has("sys_cpu"):
-        finite = np.isfinite(samples.columns["sys_cpu"]).all(axis=1)
-        truth.sys_cpu_t_us, truth.sys_cpu = samples.t_us[finite], samples.columns["sys_cpu"][finite]
-        busy = truth.busy_share()
-        truth.cpu_usage_pct = None if busy is None else 100.0 * busy
+    truth.cpu_usage_pct = _busy_pct(device_dir)
     return truth
+
+
+def _busy_pct(device_dir: Path) -> Optional[float]:
+    samples = read_host_samples(Path(device_dir))
+    if samples is None or not samples.has("sys_cpu"):
+        return None
+    cpu = samples.columns["sys_cpu"]
+    finite = cpu[np.isfinite(cpu).all(axis=1)]
+    if len(finite) < 2:
+        return None
+    spent = finite[-1] - finite[0]
+    total = float(spent.sum())
+    return None if total <= 0 else 100.0 * (1.0 - float(spent[SYS_CPU_IDLE]) / total)

@@ -6,13 +6,6 @@ iteration, the pipeline makes a batch in I = g (no prefetch: it runs inside
 GetNext) or I = g + C (with prefetch it overlaps the step, and the wait is
 what is left over). A parallel map on P cores makes it I/P; a prefetch then
 hides up to C of it: the wait left is max(0, I' - C), the gain g minus that.
-
-That overlap needs free cores. A CPU step's kernels may hold them already: on the
-2-core host a serial map's step was 85% CPU-busy and parallelising it gained -4 to +6%
-where the formula said 67% (benchmarks/history/2026-12-06-advise-accuracy.md). So
-with ``host_sys_usage: cpu`` the gain is also bounded by the host's idle share over
-the steady iterations (work that fills every core cannot finish sooner); without
-it the finding says it assumes free cores.
 """
 from __future__ import annotations
 
@@ -50,13 +43,6 @@ def parallelism(ev: ModelEvidence) -> list[Finding]:
                 "prefetch_present": has_prefetch}
     formula = (f"g - max(0, I/P - C) with g = {g:.3f}, C = {c:.3f}, I = {'g + C' if has_prefetch else 'g'}, "
                f"P = {cores if serial else 1} ({'parallel map' if serial else 'map already parallel'})")
-    busy = ev.truth.busy_share(*ev.span_us())
-    if busy is None:
-        formula += "; assumes the step leaves cores free for the pipeline (host_sys_usage: cpu would bound it)"
-    else:
-        evidence["host_cpu_busy_pct"] = pct(busy)
-        formula += f"; at most the host's idle CPU over the steady iterations, 1 - {busy:.3f}"
-        gain = min(gain, max(0.0, 1.0 - busy))
     if not ev.sites.recorded:
         return [Finding("tf.data parallelism", "Dataset.map(num_parallel_calls) + Dataset.prefetch", evidence,
                         "Dataset.map(..., num_parallel_calls=tf.data.AUTOTUNE) then .prefetch(tf.data.AUTOTUNE)",
