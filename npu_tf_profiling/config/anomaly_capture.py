@@ -1,4 +1,4 @@
-"""`anomaly_capture`: task_trace armed by the job itself when iterations turn slow (issue 49).
+"""`anomaly_capture`: task_trace armed by the job itself when iterations turn slow.
 
 A long job cannot be task-traced throughout (FULL_TRACE costs +144% to +368% a step),
 and its slow stretch comes when nobody looks. So the runtime keeps a rolling baseline

@@ -3,7 +3,8 @@
 A million-iteration rank fills some 9 million rows. Handing them to
 ``sqlite3.executemany`` costs a Python tuple and a bind call per row, about
 3 s a million; ingesting Arrow batches of 65,536 rows through the ADBC
-SQLite driver binds them in C, about 0.6 s a million (issue 50's table).
+SQLite driver binds them in C, about 0.6 s a million (measured on a 2-core machine, in the
+1M-iteration ``report`` of ``benchmarks/scale_report.py``).
 pyarrow and the ADBC driver are the optional ``fast`` extra: without them the
 same rows go through ``executemany``. Both routes insert the same values into
 the same declared columns, so the stored values and their storage types are

@@ -1,4 +1,5 @@
-"""The host side's files: what the host did between and during the iterations (issue 47's switches).
+"""The host side's files: what the host did between and during the iterations (the host switches: with_stack,
+gc_detect_threshold, host_sys, host_sys_usage, profile_memory, msproftx).
 
 Two exporters, each written only when its switch recorded something:
 ``host_python`` (``with_stack``, ``gc_detect_threshold``: the collapsed
