@@ -11,13 +11,21 @@ interpreter lock while it reads a stack, and the CPU. Paired step timings cannot
   what the callback adds to one collection: gc.collect(0) timed with and without it, in
   interleaved blocks, CPU time (``process_time``); share = added µs x collections a step / step.
 
-Usage:  .venv/bin/python benchmarks/host_recorder_cost.py [--seconds 10] [--blocks 20]
+* with_stack against the step itself (``--paired-rounds R``): one session, R rounds of three
+  back-to-back blocks of --block-steps steps in a shuffled order: one with a sampler running, two
+  without. A round gives the sampler's cost (on / off_a - 1, of the blocks' median steps) and the
+  noise floor (off_b / off_a - 1) under the same drift; the medians over rounds are reported with
+  95% intervals from the rounds' order statistics. A new sampler is started for each "on" block,
+  outside the timed steps.
+
+Usage:  .venv/bin/python benchmarks/host_recorder_cost.py [--seconds 10] [--blocks 20] [--paired-rounds 0] [--block-steps 100]
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -41,10 +49,53 @@ def deep(depth: int, work):  # a script's stack is tens of frames deep when it c
     return deep(depth - 1, work) if depth else work()
 
 
+def _block_median_us(sess, train_op, steps: int) -> float:
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        deep(30, lambda: sess.run(train_op))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def _median_interval(values: list[float]) -> tuple[float, float, float]:
+    """Median and its 95% interval from order statistics (binomial, normal approximation)."""
+    ordered, n = sorted(values), len(values)
+    half = 1.96 * (n ** 0.5) / 2
+    low, high = max(int(n / 2 - half), 0), min(int(n / 2 + half), n - 1)
+    return statistics.median(ordered), ordered[low], ordered[high]
+
+
+def paired_cost(sess, train_op, rounds: int, steps: int, step_us: float) -> None:
+    cost, floor = [], []
+    rng = random.Random(0)
+    for _ in range(rounds):
+        order = ["on", "off_a", "off_b"]
+        rng.shuffle(order)
+        medians = {}
+        for kind in order:
+            recorder = None
+            if kind == "on":
+                recorder = StackRecorder(Path(tempfile.mkdtemp(prefix="host_recorder_cost_")), 0, StorageBudget(None),
+                                         with_stack=True, gc_threshold_ms=None)
+                recorder.start()
+            medians[kind] = _block_median_us(sess, train_op, steps)
+            if recorder is not None:
+                recorder.stop()
+        cost.append(medians["on"] / medians["off_a"] - 1)
+        floor.append(medians["off_b"] / medians["off_a"] - 1)
+    for name, values in (("with_stack on/off", cost), ("noise floor off/off", floor)):
+        mid, low, high = _median_interval(values)
+        print(f"{name}: {mid * 100:+.2f}% [{low * 100:+.2f}, {high * 100:+.2f}] of the step "
+              f"({mid * step_us:+.0f} us), {rounds} rounds of {steps}-step blocks")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--blocks", type=int, default=20)
+    parser.add_argument("--paired-rounds", type=int, default=0)
+    parser.add_argument("--block-steps", type=int, default=100)
     args = parser.parse_args()
     tf.disable_eager_execution()
     graph = tf.Graph()
@@ -79,6 +130,9 @@ def main() -> None:
     print(f"with_stack: {samples} samples in {args.seconds:g} s ({samples / args.seconds:.0f} Hz asked {RATE_HZ}), "
           f"{steps} steps; sampler CPU {per_sample:.1f} us a sample -> {per_sample * RATE_HZ / 1e4:.2f}% of the "
           f"training thread's time at {RATE_HZ} Hz")
+
+    if args.paired_rounds:
+        paired_cost(sess, train_op, args.paired_rounds, args.block_steps, step_us)
 
     counter = GcPauseRecorder(0.0)
     counter.install()
