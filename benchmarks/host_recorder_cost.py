@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tensorflow.compat.v1 as tf
 
 from bench_models import BUILDERS
+from host_switches_cost import interval
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
 from npu_tf_profiling.raw_format.host_samples import read_host_stacks
@@ -56,14 +57,6 @@ def _block_median_us(sess, train_op, steps: int) -> float:
         deep(30, lambda: sess.run(train_op))
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e6
-
-
-def _median_interval(values: list[float]) -> tuple[float, float, float]:
-    """Median and its 95% interval from order statistics (binomial, normal approximation)."""
-    ordered, n = sorted(values), len(values)
-    half = 1.96 * (n ** 0.5) / 2
-    low, high = max(int(n / 2 - half), 0), min(int(n / 2 + half), n - 1)
-    return statistics.median(ordered), ordered[low], ordered[high]
 
 
 def paired_cost(sess, train_op, rounds: int, steps: int, step_us: float) -> None:
@@ -85,7 +78,7 @@ def paired_cost(sess, train_op, rounds: int, steps: int, step_us: float) -> None
         cost.append(medians["on"] / medians["off_a"] - 1)
         floor.append(medians["off_b"] / medians["off_a"] - 1)
     for name, values in (("with_stack on/off", cost), ("noise floor off/off", floor)):
-        mid, low, high = _median_interval(values)
+        mid, low, high = interval(values)
         print(f"{name}: {mid * 100:+.2f}% [{low * 100:+.2f}, {high * 100:+.2f}] of the step "
               f"({mid * step_us:+.0f} us), {rounds} rounds of {steps}-step blocks")
 
