@@ -11,7 +11,7 @@ table and column. One module per job:
 * ``rank_model``: one rank's steps, all-reduces and tasks, which every file is written from;
 * ``comm_names``: HCCL-style names of our all-reduces and msprof-analyze's group hash;
 * ``step_trace_time``, ``communication_json``, ``kernel_details``, ``trace_view``
-  (with ``overlap`` and ``intervals``), ``profiler_info``: the text files;
+  (with ``overlap``), ``profiler_info``: the text files;
 * ``db_schema``, ``profiler_db``, ``analysis_db``: the databases;
 * ``writer``: writing a rank folder, and every rank folder of a PROF folder.
 """

@@ -21,7 +21,8 @@ reason (an empty matrix is read as "no link data", never as zero bandwidth).
 from __future__ import annotations
 
 import json
-from typing import Any
+
+import numpy as np
 
 from npu_tf_profiling.reports.msprof import comm_names
 from npu_tf_profiling.reports.msprof.rank_model import RankModel
@@ -31,54 +32,53 @@ BANDWIDTH_INFO = "Communication Bandwidth Info"
 TOTAL_OP_INFO = "Total Op Info"
 
 
-def op_key(model_id: int, step: int, group: int) -> str:
-    return f"{comm_names.op_name(model_id, step, group)}@{comm_names.group_hash(comm_names.WORLD_GROUP)}"
+def _time_info(start_us: float, elapse_ms: float) -> str:
+    """The "Communication Time Info" object as ``json.dumps`` writes it (a float as its ``repr``)."""
+    return (f'{{"Start Timestamp(us)": {start_us!r}, "Elapse Time(ms)": {elapse_ms!r}, "Transit Time(ms)": {elapse_ms!r}, '
+            '"Wait Time(ms)": 0.0, "Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0, "Wait Time Ratio": 0.0, '
+            '"Synchronization Time Ratio": 0.0}')
 
 
-def _time_info(start_us: float, end_us: float) -> dict[str, float]:
-    elapse_ms = (end_us - start_us) / 1000.0
-    return {
-        "Start Timestamp(us)": start_us,
-        "Elapse Time(ms)": elapse_ms,
-        "Transit Time(ms)": elapse_ms,
-        "Wait Time(ms)": 0.0,
-        "Synchronization Time(ms)": 0.0,
-        "Idle Time(ms)": 0.0,
-        "Wait Time Ratio": 0.0,
-        "Synchronization Time Ratio": 0.0,
-    }
+def _total_info(first_start_us: float, elapse_ms: float) -> str:
+    """A step's sums: the ops' keys in their order, the start (the first op's) last."""
+    return (f'{{"Elapse Time(ms)": {elapse_ms!r}, "Transit Time(ms)": {elapse_ms!r}, "Wait Time(ms)": 0.0, '
+            '"Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0, "Wait Time Ratio": 0.0, '
+            f'"Synchronization Time Ratio": 0.0, "Start Timestamp(us)": {first_start_us!r}}}')
 
 
-def _comm_steps(model: RankModel) -> dict[str, dict[str, Any]]:
-    """``step<N>`` -> empty collective/p2p groups, for the iterations that have all-reduces (torch_npu lists only those)."""
-    steps = sorted(set(model.comm_ops["step"].astype(int).tolist()))
-    return {comm_names.step_key(s): {comm_names.COLLECTIVE: {}, comm_names.P2P: {}} for s in steps}
-
-
-def _total(ops: list[dict[str, float]]) -> dict[str, float]:
-    """A step's ``Total Op Info`` time: the sums over its ops (start: the first op's)."""
-    total = {key: sum(op[key] for op in ops) for key in ops[0] if key != "Start Timestamp(us)"}
-    total["Start Timestamp(us)"] = min(op["Start Timestamp(us)"] for op in ops)
-    return total
-
-
-def communication(model: RankModel) -> dict[str, dict[str, Any]]:
-    out = _comm_steps(model)
-    for op in model.comm_ops.itertuples(index=False):
-        step = out[comm_names.step_key(int(op.step))][comm_names.COLLECTIVE]
-        step[op_key(int(op.model_id), int(op.step), int(op.group))] = {
-            TIME_INFO: _time_info(float(op.start_us), float(op.end_us)),
-            BANDWIDTH_INFO: {},
-        }
-    for groups in out.values():
-        ops = [info[TIME_INFO] for info in groups[comm_names.COLLECTIVE].values()]
-        groups[comm_names.COLLECTIVE][TOTAL_OP_INFO] = {TIME_INFO: _total(ops), BANDWIDTH_INFO: {}}
-    return out
+def _op_text(key: str, info: str) -> str:
+    return f'"{key}": {{"{TIME_INFO}": {info}, "{BANDWIDTH_INFO}": {{}}}}'
 
 
 def communication_json(model: RankModel) -> str:
-    return json.dumps(communication(model))
+    """Per step with all-reduces (ascending), its ops in the rows' order, then ``Total Op Info``: the ops' sums
+    (elapsed time summed in that order) and the first op's start. Written as text, one op at a time, since a
+    rank has thousands of ops: the same bytes as ``json.dumps`` of the nested dicts."""
+    ops = model.comm_ops
+    if not len(ops):
+        return "{}"
+    step, model_id, group = (ops[c].to_numpy().astype(np.int64) for c in ("step", "model_id", "group"))
+    start = ops["start_us"].to_numpy(dtype="float64")
+    elapse = (ops["end_us"].to_numpy(dtype="float64") - start) / 1000.0
+    bodies: dict[int, list[str]] = {}
+    totals: dict[int, list[float]] = {}  # step -> [sum of elapsed, first start]
+    hash_text = comm_names.group_hash(comm_names.WORLD_GROUP)
+    for m, s, g, t, e in zip(model_id.tolist(), step.tolist(), group.tolist(), start.tolist(), elapse.tolist()):
+        bodies.setdefault(s, []).append(_op_text(f"{comm_names.op_name(m, s, g)}@{hash_text}", _time_info(t, e)))
+        total = totals.get(s)
+        if total is None:
+            totals[s] = [e, t]
+        else:
+            total[0] += e
+            total[1] = min(total[1], t)
+    steps = []
+    for s in sorted(bodies):
+        elapsed, first = totals[s]
+        ops_text = ", ".join([*bodies[s], _op_text(TOTAL_OP_INFO, _total_info(first, elapsed))])
+        steps.append(f'"{comm_names.step_key(s)}": {{"{comm_names.COLLECTIVE}": {{{ops_text}}}, "{comm_names.P2P}": {{}}}}')
+    return "{" + ", ".join(steps) + "}"
 
 
 def communication_matrix_json(model: RankModel) -> str:
-    return json.dumps(_comm_steps(model))
+    steps = sorted(set(model.comm_ops["step"].astype(int).tolist()))
+    return json.dumps({comm_names.step_key(s): {comm_names.COLLECTIVE: {}, comm_names.P2P: {}} for s in steps})

@@ -27,8 +27,9 @@ named ``... #2`` (``chrome_trace.assign_lanes``), as Perfetto requires.
 """
 from __future__ import annotations
 
-import math
-from typing import Any, Optional
+import json
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,95 +77,109 @@ class _Threads:
         return self.ids[key]
 
 
-def _span(name: str, pid: int, tid: int, start: float, end: float, args: Optional[dict[str, Any]] = None) -> ct.Event:
-    event: ct.Event = {"name": name, "ph": "X", "pid": pid, "tid": tid, "ts": start, "dur": end - start}
-    if args:
-        event["args"] = args
-    return event
+def _json(value: Any) -> str:
+    """One value as ``ct.dumps_events`` writes it (compact, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _laned(threads: _Threads, pid: int, track: str, spans: list[tuple[str, float, float, dict[str, Any]]]) -> list[ct.Event]:
-    lanes = ct.assign_lanes([(s, e - s) for _, s, e, _ in spans])
-    return [_span(name, pid, threads.tid(pid, track, lane), s, e, args) for (name, s, e, args), lane in zip(spans, lanes)]
+@dataclass
+class _Spans:
+    """Spans of one track as columns: per span its name and args as JSON text, start and end (µs, float)."""
+
+    names: list[str]
+    args: list[str]
+    start: np.ndarray
+    end: np.ndarray
 
 
-def _known(*values: float) -> bool:
-    return not any(math.isnan(v) for v in values)
+def _texts(threads: _Threads, pid: int, track: str, spans: _Spans) -> list[str]:
+    """The spans' events as JSON text, spread over lanes (``ct.assign_lanes``), thread ids in first-use order.
+
+    The text is what ``ct.dumps_events`` writes for the event dicts ``{"name", "ph": "X", "pid", "tid", "ts",
+    "dur", "args"}``: ``str.format`` writes a float as ``repr`` does, as the JSON encoder does.
+    """
+    start, dur = spans.start.tolist(), (spans.end - spans.start).tolist()
+    lanes = _lanes(spans.start, spans.end - spans.start)
+    tids = [threads.tid(pid, track, lane) for lane in lanes]
+    head = f',"ph":"X","pid":{pid},"tid":'
+    return [f'{{"name":{name}{head}{tid},"ts":{ts!r},"dur":{d!r},"args":{args}}}'
+            for name, tid, ts, d, args in zip(spans.names, tids, start, dur, spans.args)]
 
 
-def _python_events(steps: pd.DataFrame, threads: _Threads) -> list[ct.Event]:
-    cols = [steps[c].to_numpy(dtype="float64") for c in (cst.MODEL_ID, cst.STEP, START_US, END_US, FP_US, BP_US,
-                                                         GETNEXT_START_US, GETNEXT_END_US)]
-    tracks: dict[str, list[tuple[str, float, float, dict[str, Any]]]] = {"Step": [], "GetNext": [], "FP_BP": []}
-    for model, step, start, end, fp, bp, gn_start, gn_end in zip(*cols):
-        args = {"Model ID": int(model), "Step Id": int(step)}
-        if _known(start, end) and end >= start:
-            tracks["Step"].append((f"ProfilerStep#{int(step)}", start, end, args))
-        if _known(gn_start, gn_end) and gn_end >= gn_start:
-            tracks["GetNext"].append(("GetNext", gn_start, gn_end, args))
-        if _known(fp, bp) and bp >= fp:
-            tracks["FP_BP"].append(("FP_BP Time", fp, bp, args))
-    events: list[ct.Event] = []
-    for track, spans in tracks.items():
-        events += _laned(threads, PID_PYTHON, track, spans)
+def _lanes(start: np.ndarray, dur: np.ndarray) -> list[int]:
+    """``ct.assign_lanes`` of the spans; one lane without the greedy loop when no span starts before an earlier one ends."""
+    order = np.lexsort((dur, start))
+    ends = (start + dur)[order]
+    reach = np.maximum.accumulate(ends) if len(ends) else ends
+    if not np.any(start[order][1:] < reach[:-1]):
+        return [0] * len(start)
+    return ct.assign_lanes(list(zip(start.tolist(), dur.tolist())))
+
+
+def _ids(model: np.ndarray, step: np.ndarray, model_key: str) -> list[str]:
+    return [f'{{"{model_key}":{m},"Step Id":{s}}}' for m, s in zip(model.tolist(), step.tolist())]
+
+
+def _python_events(steps: pd.DataFrame, threads: _Threads) -> list[str]:
+    model, step, start, end, fp, bp, gn_start, gn_end = (steps[c].to_numpy(dtype="float64") for c in (
+        cst.MODEL_ID, cst.STEP, START_US, END_US, FP_US, BP_US, GETNEXT_START_US, GETNEXT_END_US))
+    model_ids, step_ids = model.astype(np.int64), step.astype(np.int64)
+    events: list[str] = []
+    for track, name, lo, hi in (("Step", None, start, end), ("GetNext", "GetNext", gn_start, gn_end), ("FP_BP", "FP_BP Time", fp, bp)):
+        keep = ~np.isnan(lo) & ~np.isnan(hi) & (hi >= lo)
+        names = ([f'"ProfilerStep#{s}"' for s in step_ids[keep].tolist()] if name is None else [_json(name)] * int(keep.sum()))
+        events += _texts(threads, PID_PYTHON, track, _Spans(names, _ids(model_ids[keep], step_ids[keep], "Model ID"), lo[keep], hi[keep]))
     return events
 
 
-def _task_events(tasks: pd.DataFrame, threads: _Threads) -> list[ct.Event]:
-    events: list[ct.Event] = []
+def _task_events(tasks: pd.DataFrame, threads: _Threads) -> list[str]:
+    events: list[str] = []
     starts = tasks["start_ns"].to_numpy(dtype="int64") / 1000.0
     ends = tasks["end_ns"].to_numpy(dtype="int64") / 1000.0
-    task_ids = np.arange(len(tasks))
+    names, op_types, task_types = ([_json(str(v)) for v in tasks[c].tolist()] for c in ("name", "op_type", "task_type"))
+    models, steps = tasks["model_id"].to_numpy().astype(np.int64).tolist(), tasks["step"].to_numpy().astype(np.int64).tolist()
     for stream, index in tasks.groupby("stream_id", sort=True).indices.items():
-        spans = [
-            (str(tasks["name"].iat[i]), float(starts[i]), float(ends[i]), {
-                "Model Id": int(tasks["model_id"].iat[i]),
-                "Step Id": int(tasks["step"].iat[i]),
-                "Task Id": int(task_ids[i]),
-                "Op Type": str(tasks["op_type"].iat[i]),
-                "Task Type": str(tasks["task_type"].iat[i]),
-                "Stream Id": int(stream),
-            })
-            for i in index
-        ]
-        events += _laned(threads, PID_HARDWARE, f"Stream {int(stream)}", spans)
+        args = [f'{{"Model Id":{models[i]},"Step Id":{steps[i]},"Task Id":{i},"Op Type":{op_types[i]},'
+                f'"Task Type":{task_types[i]},"Stream Id":{int(stream)}}}' for i in index.tolist()]
+        events += _texts(threads, PID_HARDWARE, f"Stream {int(stream)}",
+                         _Spans([names[i] for i in index.tolist()], args, starts[index], ends[index]))
     return events
 
 
-def _communication_events(comm_ops: pd.DataFrame, threads: _Threads) -> list[ct.Event]:
-    spans = [
-        (comm_names.op_name(int(op.model_id), int(op.step), int(op.group)), float(op.start_us), float(op.end_us),
-         {"Model Id": int(op.model_id), "Step Id": int(op.step), "group": comm_names.WORLD_GROUP})
-        for op in comm_ops.itertuples(index=False)
-    ]
-    return _laned(threads, PID_COMMUNICATION, COMM_THREAD, spans)
+def _communication_events(comm_ops: pd.DataFrame, threads: _Threads) -> list[str]:
+    model, step, group = (comm_ops[c].to_numpy().astype(np.int64).tolist() for c in ("model_id", "step", "group"))
+    names = [f'"{comm_names.op_name(m, s, g)}"' for m, s, g in zip(model, step, group)]  # ASCII letters, digits, "_"
+    world = _json(comm_names.WORLD_GROUP)
+    args = [f'{{"Model Id":{m},"Step Id":{s},"group":{world}}}' for m, s in zip(model, step)]
+    return _texts(threads, PID_COMMUNICATION, COMM_THREAD,
+                  _Spans(names, args, comm_ops["start_us"].to_numpy(dtype="float64"), comm_ops["end_us"].to_numpy(dtype="float64")))
 
 
-def _overlap_events(model: RankModel, threads: _Threads) -> list[ct.Event]:
-    events: list[ct.Event] = []
-    for kind in overlap.KINDS:  # thread order: the kinds' order
-        threads.tid(PID_OVERLAP, kind)
-    for item in overlap.step_overlaps(model.steps, model.comm_ops):
-        for kind, spans in item.spans.items():
-            tid = threads.tid(PID_OVERLAP, kind)
-            events += [_span(kind, PID_OVERLAP, tid, s, e, {"Step Id": item.step}) for s, e in spans]
-    return events
-
-
-def trace_view_events(model: RankModel) -> list[ct.Event]:
-    """Every event of the rank's trace_view.json (metadata first)."""
-    threads = _Threads()
-    spans = _python_events(model.steps, threads)
-    if model.tasks is not None and len(model.tasks):
-        spans += _task_events(model.tasks, threads)
-    spans += _communication_events(model.comm_ops, threads)
-    spans += _overlap_events(model, threads)
-    pids = sorted({e["pid"] for e in spans} | {PID_PYTHON, PID_OVERLAP})
-    meta = []
-    for pid in pids:
-        meta += [ct.process_name_event(pid, PROCESSES[pid]), ct.process_sort_event(pid, pid)]
-    return meta + threads.meta + spans
+def _overlap_events(model: RankModel, threads: _Threads) -> list[str]:
+    """Per iteration, its tracks' intervals in ``overlap.KINDS`` order: one thread per kind, registered in that order."""
+    tids = [threads.tid(PID_OVERLAP, kind) for kind in overlap.KINDS]
+    spans = overlap.overlap_spans(model.steps, model.comm_ops)
+    step = spans.step[spans.row].tolist()
+    kind = spans.kind.tolist()
+    names = [_json(k) for k in overlap.KINDS]
+    head = f',"ph":"X","pid":{PID_OVERLAP},"tid":'
+    return [f'{{"name":{names[k]}{head}{tids[k]},"ts":{ts!r},"dur":{d!r},"args":{{"Step Id":{s}}}}}'
+            for k, s, ts, d in zip(kind, step, spans.start.tolist(), (spans.end - spans.start).tolist())]
 
 
 def trace_view_json(model: RankModel) -> str:
-    return ct.dumps_events(trace_view_events(model))
+    """The rank's trace_view.json: metadata first, then the Python, task, communication and overlap spans."""
+    threads = _Threads()
+    spans = _python_events(model.steps, threads)
+    pids = {PID_PYTHON, PID_OVERLAP}
+    if model.tasks is not None and len(model.tasks):
+        spans += _task_events(model.tasks, threads)
+        pids.add(PID_HARDWARE)
+    if len(model.comm_ops):
+        pids.add(PID_COMMUNICATION)
+    spans += _communication_events(model.comm_ops, threads)
+    spans += _overlap_events(model, threads)
+    meta = []
+    for pid in sorted(pids):
+        meta += [ct.process_name_event(pid, PROCESSES[pid]), ct.process_sort_event(pid, pid)]
+    return "[" + ",".join([*map(_json, meta + threads.meta), *spans]) + "]\n"
