@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.encoders.csv_file import write_int_csv
@@ -40,10 +41,11 @@ HEADER = [name for name, _ in FIELDS]
 
 def step_values(steps: pd.DataFrame) -> pd.DataFrame:
     """The file's rows: Step, then the nine durations in whole µs (0 where unknown)."""
-    out = pd.DataFrame({cst.STEP: steps[cst.STEP].astype("int64").to_numpy()})
-    for _, column in FIELDS[1:]:
-        out[column] = cst.whole_us(steps[column]).fillna(0).astype("int64").to_numpy()
-    return out
+    out = {cst.STEP: steps[cst.STEP].astype("int64").to_numpy()}
+    for _, column in FIELDS[1:]:  # cst.whole_us's rounding on the arrays: a rank's layout builds this twice
+        whole = np.floor(steps[column].to_numpy(dtype="float64") + 0.5)
+        out[column] = np.where(np.isnan(whole), 0.0, whole).astype("int64")
+    return pd.DataFrame(out)
 
 
 def write_step_trace_time_csv(steps: pd.DataFrame, path: Path) -> None:
