@@ -37,6 +37,7 @@ class StepPlan:
     spikes: dict[int, float] = field(default_factory=dict)  # 0-based iteration -> extra FP to BP µs
     gap_spikes: dict[int, float] = field(default_factory=dict)  # 0-based iteration -> extra Data Aug Bound µs
     seed: int = 0
+    global_step: int | None = None  # the first iteration's global step (a step counter, as a data-parallel job records); None: none
 
 
 def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, model_id: int = 1) -> Path:
@@ -51,10 +52,10 @@ def write_step_prof_dir(root: Path | str, plan: StepPlan, device_id: int = 0, mo
         aug[index] += extra
     ends = T0_US + np.cumsum(aug + fp_bp + refresh)
     fp = ends - refresh - fp_bp
-    shape = RecordShape(get_next_pairs=1, has_fp=True, has_bp=True, reduce_pairs=1, has_step=False)
+    shape = RecordShape(get_next_pairs=1, has_fp=True, has_bp=True, reduce_pairs=1, has_step=plan.global_step is not None)
     rows = np.zeros(n, dtype=shape.dtype)
     rows["run"] = np.arange(1, n + 1)
-    rows["step"] = NO_STEP
+    rows["step"] = NO_STEP if plan.global_step is None else plan.global_step + np.arange(n)
     gn_end = fp - 10.0
     reduce_start = fp + plan.reduce_offset
     rows["times"] = np.column_stack([gn_end - plan.get_next, gn_end, fp, fp + fp_bp, reduce_start, reduce_start + plan.reduce, ends])

@@ -4,6 +4,8 @@ Why: the report writers were rewritten to work on columns and stream (issue 39);
 their output on small runs must not change. The golden files were written by
 the writers as they were before that rewrite (``python tests/golden_reports.py``
 at that commit; it lives in ``tests/helpers/`` now), and ``test_golden_reports.py`` holds today's writers to them.
+``data_parallel`` came later: its files, written by today's writers, equal what the writers before the
+columnar rewrite (a9053c9) write from the same raw folder, every file and database dump (checked by hand).
 Each case is deterministic: fixed raw records, fixed timestamps. SQLite
 databases are compared through a text dump of every table (their bytes carry
 page layout that says nothing about the content).
@@ -42,6 +44,14 @@ def _synthetic_frames(root: Path) -> Path:
     return write_step_prof_dir(root, StepPlan(iterations=80, noise=0.05, spikes={50: 3000.0}, seed=3))
 
 
+def _data_parallel(root: Path) -> Path:
+    """The frames a data-parallel worker writes: GetNext, one all-reduce group and a step counter (a resumed job's
+    global step from 5,001: the iteration IDs are the steps)."""
+    from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir
+
+    return write_step_prof_dir(root, StepPlan(iterations=60, noise=0.05, gap_spikes={20: 4000.0}, seed=5, global_step=5001))
+
+
 def _with_tasks(root: Path) -> Path:
     """Task traces (StepStats) of a few iterations beside the step trace."""
     from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir
@@ -49,7 +59,8 @@ def _with_tasks(root: Path) -> Path:
     return write_synthetic_prof_dir(root, 4, layered_ops(12)).prof_dir
 
 
-CASES: dict[str, Callable[[Path], Path]] = {"odd_steps": _odd_steps, "synthetic_frames": _synthetic_frames, "with_tasks": _with_tasks}
+CASES: dict[str, Callable[[Path], Path]] = {"odd_steps": _odd_steps, "synthetic_frames": _synthetic_frames, "with_tasks": _with_tasks,
+                                            "data_parallel": _data_parallel}
 
 
 def db_dump(path: Path) -> str:
@@ -83,9 +94,13 @@ def report_outputs(root: Path, case: str) -> dict[str, bytes]:
 
 
 def main() -> int:
-    argparse.ArgumentParser(description="Rewrite tests/data/golden_reports/ from today's writers (see the module "
-                            "docstring: only for an intended, documented format change).").parse_args()
-    for case in CASES:
+    parser = argparse.ArgumentParser(description="Rewrite tests/data/golden_reports/ from today's writers (see the module "
+                                     "docstring: only for an intended, documented format change, or a new case).")
+    parser.add_argument("cases", nargs="*", help=f"only these cases (default: all of {', '.join(CASES)})")
+    asked = parser.parse_args().cases
+    if set(asked) - set(CASES):
+        parser.error(f"unknown case(s) {sorted(set(asked) - set(CASES))}; the cases are {', '.join(CASES)}")
+    for case in asked or CASES:
         with tempfile.TemporaryDirectory() as tmp:
             outputs = report_outputs(Path(tmp), case)
         target = GOLDEN_DIR / case
