@@ -12,9 +12,10 @@ files as ``npu-tf-prof report`` writes:
 
 Past ``AUTO_FILL_MAX`` (a cluster whose workers wrote no reports, or raw data
 copied without them) the command only says which ranks lack a folder: a
-folder costs about 0.25 s a rank of 1,000 steps, most of it msprof-analyze's
-text copies (``trace_view.json``, ``communication.json``), and 1,024 of them
-would keep the verdict waiting for minutes (``benchmarks/RESULTS.md``).
+folder costs about 0.2 s of CPU a rank of 1,000 steps on a 2-core machine (0.5 s
+before its text files were written from columns), about a third each in the text
+copies (``trace_view.json``, ``communication.json``), the two databases and the rest,
+and 1,024 of them would keep the verdict waiting for minutes (``benchmarks/RESULTS.md``).
 A failure costs only that rank's folder, never the analysis.
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ def fill_layouts(engine: Engine, stale: Sequence[tuple[int, str, str]], force: b
     ranks = [rank for rank, _, _ in stale]
     if len(stale) > AUTO_FILL_MAX and not force:
         return [f"{len(stale)} rank(s) have no msprof-analyze folder, or one older than their raw data ({ranks_text(ranks)}): "
-                f"not written (over {AUTO_FILL_MAX}, it would cost about 0.25 s a rank of 1,000 steps); "
+                f"not written (over {AUTO_FILL_MAX}, it would cost about 0.2 s a rank of 1,000 steps); "
                 f"'npu-tf-prof cluster {LAYOUTS_FLAG}' writes them, or 'npu-tf-prof report PROF_DIR' one PROF folder's"]
     results = [r for batch in engine.map(write_batch, batches(list(stale), workers=engine.workers)) for r in batch]
     return layout_notes(results)

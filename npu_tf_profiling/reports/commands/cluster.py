@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "names, a typical and the fastest one), all (every rank, grouped per host into files that open)")
     parser.add_argument("--layouts", action="store_true",
                         help="write the msprof-analyze folder of every rank lacking one (by default only when at most "
-                             f"{AUTO_FILL_MAX} do: about 0.25 s a rank of 1,000 steps)")
+                             f"{AUTO_FILL_MAX} do: about 0.2 s a rank of 1,000 steps)")
     parser.add_argument("--min-share", type=float, default=sr.Settings.min_share,
                         help="share of steps that makes a rank consistently slow / waited for (default 0.5)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
