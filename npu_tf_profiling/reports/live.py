@@ -25,6 +25,7 @@ import numpy as np
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.training_frame import HEADER_SIZE, Frame, decode_frames
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 RECENT_ROWS = 200
 RUNNING, CLOSED, KILLED = "running", "closed", "killed"
@@ -100,10 +101,11 @@ def read_info(device_dir: Path) -> Optional[dict[str, Any]]:
 
 def job_state(info: dict[str, Any]) -> str:
     """CLOSED, KILLED (never closed, and its writer, on this host, is gone) or RUNNING (also: another host's)."""
-    if info.get(layout.K_CLOSED) is not None:
+    run = RunInfo.from_json(info)
+    if run.closed_us is not None:
         return CLOSED
-    pid = info.get("pid")
-    if not isinstance(pid, int) or info.get("host") != socket.gethostname():
+    pid = run.pid
+    if pid is None or run.host != socket.gethostname():
         return RUNNING
     try:
         os.kill(pid, 0)

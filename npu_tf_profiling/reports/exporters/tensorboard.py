@@ -39,6 +39,7 @@ from npu_tf_profiling.reports.exporters import Exporter, ExportJob
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.step import table as st
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 INSTALL_HINT = "pip install 'npu_tf_profiling[tensorboard]' (or: pip install tensorboard)"
 TAG_PREFIX = layout.TENSORBOARD_TAG_PREFIX
@@ -138,8 +139,7 @@ def _write(job: ExportJob, out: ReportPaths) -> None:
     """
     data = job.data
     logdirs = [] if data is None else [
-        d.info["options"].get("tensorboard") for d in data.devices
-        if isinstance(d.info.get("options"), dict) and isinstance(d.info["options"].get("tensorboard"), str)]
+        logdir for logdir in (RunInfo.from_json(d.info).option("tensorboard") for d in data.devices) if isinstance(logdir, str)]
     if data is None or not logdirs:
         return
     try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 FALLBACK_KEY = layout.K_TRACE_POINTS_FALLBACK
 # option -> (the TracePoints key of its op, the step-trace column it starts, the columns it makes N/A)
@@ -37,8 +38,7 @@ def _text(value: Any) -> str | None:
 
 def model_entry(info: Mapping[str, Any], model_id: int) -> Mapping[str, Any]:
     """info.json's record of one model ({} when absent or not an object)."""
-    models = info.get("models")
-    entry = models.get(str(model_id)) if isinstance(models, Mapping) else None
+    entry = RunInfo.from_json(info).models.get(str(model_id))
     return entry if isinstance(entry, Mapping) else {}
 
 
@@ -79,8 +79,7 @@ def all_na_note(option: str, entry: Mapping[str, Any], asked: str) -> str:
 def point_notes(info: Mapping[str, Any], model_id: int, fp_measured: bool, bp_measured: bool) -> list[str]:
     """Every line the summary shows about this model's points (empty when they are unremarkable)."""
     entry = model_entry(info, model_id)
-    options = info.get("options")
-    options = options if isinstance(options, Mapping) else {}
+    options = RunInfo.from_json(info).options
     notes = fallback_notes(entry)
     records = entry.get(FALLBACK_KEY) if isinstance(entry.get(FALLBACK_KEY), Mapping) else {}
     for option, measured in (("fp_point", fp_measured), ("bp_point", bp_measured)):

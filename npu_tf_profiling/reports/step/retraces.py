@@ -18,12 +18,13 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.other_runs import OtherRuns, Retrace, read_other_runs
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 
 def retraced_rows(frame: pd.DataFrame, device_dir: Path, info: dict[str, Any]) -> np.ndarray:
     """Per row of a device's raw frame (``records.TraceRead.frame``): what retraced there, in words ("" nothing)."""
     out = np.full(len(frame), "", dtype=object)
-    if not info.get(layout.K_OTHER_RUNS_RECORDED) or frame.empty:
+    if not RunInfo.from_json(info).other_runs_recorded or frame.empty:
         return out
     runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
     return mark_retraces(frame, runs, info, out)
@@ -53,6 +54,6 @@ def describe(retrace: Retrace, fp_start_us: float) -> str:
 
 def _model_of(function: str, info: dict[str, Any]) -> Optional[int]:
     """The one model whose info.json entry names `function` (a line written without its Model ID)."""
-    found = [int(k) for k, entry in (info.get("models") or {}).items()
+    found = [int(k) for k, entry in RunInfo.from_json(info).models.items()
              if isinstance(entry, dict) and entry.get("function") == function and str(k).isdigit()]
     return found[0] if len(found) == 1 else None

@@ -20,6 +20,7 @@ import re
 from typing import Any, Optional
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 PROBE_PREFIX = f"{layout.PROBE_SCOPE}/"
 PLUMBING_PREFIX = "_"
@@ -88,7 +89,5 @@ def aicpu_enabled(info: dict[str, Any]) -> bool:
     When info.json holds no options (missing or damaged file) nothing is known
     to be off, so they are reported.
     """
-    options = info.get("options") if isinstance(info, dict) else None
-    if not isinstance(options, dict):
-        return True
-    return options.get("aicpu") == "on"
+    options = RunInfo.from_json(info).options
+    return not options or options.get("aicpu") == "on"

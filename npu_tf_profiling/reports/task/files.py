@@ -26,6 +26,7 @@ from npu_tf_profiling.reports.errors import BadInputError, RawDataWarning
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step.timeline import step_trace_events
 from npu_tf_profiling.reports.task.table import TaskTable, load_device_tasks
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 TASK_TIME_STEM = "task_time"
 OP_SUMMARY_STEM = "op_summary"
@@ -56,8 +57,8 @@ def untraced_notes(data: ProfData) -> list[str]:
 
     notes = []
     for device in data.devices:
-        options = device.info.get("options") if isinstance(device.info, dict) else None
-        if not isinstance(options, dict):
+        options = RunInfo.from_json(device.info).options
+        if not options:
             continue
         try:
             parsed = ProfilingOptions.parse(options)
