@@ -7,6 +7,7 @@ would save if it ran at the median rank's pace: (slow - median) / slow.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -17,6 +18,7 @@ from npu_tf_profiling.reports.advise.evidence import ModelEvidence, model_eviden
 from npu_tf_profiling.reports.advise.findings import MIN_GAIN_PCT, Advice, Finding, LOW
 from npu_tf_profiling.reports.errors import NothingFoundError
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
+from npu_tf_profiling.reports.step.summary import ProfSummary, summarize_prof_data
 
 SLOW_RANK_SPREAD = 0.05
 
@@ -86,3 +88,9 @@ def top_finding_line(data: ProfData) -> Optional[str]:
     except Exception:  # noqa: BLE001 - the summary never fails for its advice line
         return None
     return f"Top advice: {advice.findings[0].headline()}" if advice.findings else None
+
+
+def summary_with_top_finding(prof_dir: Path | str) -> ProfSummary:
+    """``npu-tf-prof summary``'s content: the folder's summary headed by the best finding (raises like ``load_prof_dir``)."""
+    data = load_prof_dir(prof_dir)
+    return replace(summarize_prof_data(data), top_advice=top_finding_line(data))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from npu_tf_profiling.exit_codes import EXIT_OK
 from npu_tf_profiling.reports.commands.common import for_each_prof_dir
-from npu_tf_profiling.reports.step.summary import ProfSummary, summarize_prof_dir
+from npu_tf_profiling.reports.advise.engine import summary_with_top_finding
+from npu_tf_profiling.reports.step.summary import ProfSummary
 
 PROG = "npu-tf-prof summary"
 
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     def work(prof_dir: Path) -> ProfSummary:
-        summary = summarize_prof_dir(prof_dir)
+        summary = summary_with_top_finding(prof_dir)
         if not args.json:
             sys.stdout.write(summary.render_text())
         return summary

@@ -32,7 +32,7 @@ Numbers come from the step-trace table (so they match the CSV):
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -385,8 +385,8 @@ def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], fr
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:
-    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``), with advise's top finding."""
-    from npu_tf_profiling.reports.advise.engine import top_finding_line  # advise reads the summary: imported when used
+    """Read a PROF folder's raw data and summarise it (raises like ``load_prof_dir``).
 
-    data = load_prof_dir(prof_dir)
-    return replace(summarize_prof_data(data), top_advice=top_finding_line(data))
+    Without advise's top finding: advise reads the summary, so the command that prints both
+    (``npu-tf-prof summary``) joins them (``advise.engine.summary_with_top_finding``)."""
+    return summarize_prof_data(load_prof_dir(prof_dir))
