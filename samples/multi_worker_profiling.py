@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -141,17 +142,39 @@ def _worker(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- launcher
 def free_ports(n: int) -> list[int]:
-    """n distinct free TCP ports on localhost (held together while choosing, so they differ)."""
-    sockets = []
+    """n consecutive free TCP ports on localhost, below the kernel's ephemeral port range.
+
+    Why not bind(0): it hands out a port from the ephemeral range, which every
+    outgoing connection on the machine also draws from (other workers' gRPC
+    channels among them). Seconds pass between choosing the port and a worker's
+    server binding it (TensorFlow imports first), and such a connection can take
+    it meanwhile: "Could not start gRPC server". Below the range only a listener
+    that names its port can collide, and a random start makes that unlikely.
+    Consecutive, because a rank table derives each rank's port from one base.
+    """
+    first_ephemeral = _first_ephemeral_port()
+    chooser = random.SystemRandom()
+    for _ in range(1000):
+        base = chooser.randrange(10_000, first_ephemeral - n)
+        if all(_bindable(port) for port in range(base, base + n)):
+            return list(range(base, base + n))
+    raise RuntimeError(f"no {n} consecutive free ports between 10000 and {first_ephemeral}")
+
+
+def _first_ephemeral_port() -> int:
     try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("localhost", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default; elsewhere the range starts higher still
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return False
+        return True
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -23,7 +23,6 @@ import csv
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ import numpy as np
 import pytest
 
 from npu_tf_profiling.cli import main as cli_main
+from tests.helpers.multi_worker_jobs import SAMPLE
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = REPO / "tests" / "scripts" / "rank_worker.py"
@@ -88,23 +88,6 @@ class Job:
             return {k: data[k] for k in data.files}
 
 
-def _reserved_ports(count: int, consecutive: bool = False) -> tuple[list[int], list[socket.socket]]:
-    """`count` free localhost ports, held open until the caller releases them (consecutive for a rank table)."""
-    while True:
-        first = socket.socket()
-        first.bind(("127.0.0.1", 0))
-        held = [first]
-        try:
-            for i in range(1, count):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", first.getsockname()[1] + i if consecutive else 0))
-            return [s.getsockname()[1] for s in held], held
-        except OSError:
-            for s in held:
-                s.close()
-
-
 def _tf_config_envs(ports: list[int]) -> list[dict[str, str]]:
     cluster = {"worker": [f"localhost:{p}" for p in ports]}
     return [{"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": r}})} for r in range(len(ports))]
@@ -151,13 +134,8 @@ def jobs(tmp_path_factory) -> Iterator[dict[str, Job]]:
     two, three, est, killed, never = (root / n for n in ("two_ranks", "three_ranks", "estimator", "killed", "never_started"))
     for folder in (two, three, est, killed, never):
         folder.mkdir()
-    ports2, held2 = _reserved_ports(2)
-    ports3, held3 = _reserved_ports(3, consecutive=True)
-    ports_est, held_est = _reserved_ports(2, consecutive=True)
-    ports_killed, held_killed = _reserved_ports(2)
-    ports_never, held_never = _reserved_ports(2)
-    for s in held2 + held3 + held_est + held_killed + held_never:
-        s.close()
+    ports = SAMPLE.free_ports(11)  # one draw, so the five jobs' ports differ
+    ports2, ports3, ports_est, ports_killed, ports_never = ports[0:2], ports[2:5], ports[5:7], ports[7:9], ports[9:11]
     started = {
         "two_ranks": _start(two, _tf_config_envs(ports2), [
             "--api", "session", "--collectives", "--loss-scale", "--overflow-rank", "1", "--overflow-step", str(OVERFLOW_STEP),

@@ -6,19 +6,13 @@ as TF1 scripts build them.
 from __future__ import annotations
 
 import json
-import socket
 
 import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.raw_format.layout import PROBE_SCOPE
 from tests.helpers.models import dense, profiling_config
+from tests.helpers.multi_worker_jobs import SAMPLE
 from tests.helpers.trace_files import only_prof_dir, raw_records
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("localhost", 0))
-        return probe.getsockname()[1]
 
 
 def _task(op: tf.Operation) -> str:
@@ -32,7 +26,8 @@ def test_no_op_of_the_parameter_server_waits_on_a_probe(tmp_path) -> None:
     would wait on a message from the worker, an RPC on the step's path: those ops are left unwired
     (and named in a note), the train op (the step's increment, on the ps) included. Every
     iteration is still recorded, with its step."""
-    cluster = tf.train.ClusterSpec({"ps": [f"localhost:{_free_port()}"], "worker": [f"localhost:{_free_port()}"]})
+    ps_port, worker_port = SAMPLE.free_ports(2)
+    cluster = tf.train.ClusterSpec({"ps": [f"localhost:{ps_port}"], "worker": [f"localhost:{worker_port}"]})
     tf.distribute.Server(cluster, job_name="ps", task_index=0)
     worker = tf.distribute.Server(cluster, job_name="worker", task_index=0)
     graph = tf.Graph()
