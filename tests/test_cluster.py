@@ -22,7 +22,7 @@ from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import slow_rank as sr
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.cluster.analysis import analyze_cluster, write_cluster_analysis
 from npu_tf_profiling.reports.cluster.data import find_prof_dirs_below, load_cluster
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.cluster import slow_rank as sr
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster import timeline as ctl

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.cluster import rank_layouts
 from npu_tf_profiling.reports.cluster import timeline as ctl
 from npu_tf_profiling.reports.cluster import timeline_focus as tfo

@@ -10,7 +10,7 @@ from npu_tf_profiling.config import ProfilingOptions
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.msprof import names
 from npu_tf_profiling.reports.msprof import writer as msprof_writer
-from npu_tf_profiling.reports.trace_slices import DEFAULT_SLICE_BYTES
+from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES
 from npu_tf_profiling.reports.writer import write_all_reports
 from npu_tf_profiling.testing.step_synthetic import StepPlan, write_step_prof_dir
 

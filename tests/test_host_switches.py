@@ -27,7 +27,7 @@ from npu_tf_profiling.cli import main
 from npu_tf_profiling.config import ProfilingOptions, ProfilingOptionsError
 from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.append_writer import StorageBudget
-from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.encoders import chrome_trace
 from npu_tf_profiling.reports.host.iterations import iteration_spans
 from npu_tf_profiling.raw_format.mstx_markers import read_markers
 from npu_tf_profiling.reports.host.raw import read_host_samples

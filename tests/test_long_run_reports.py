@@ -6,7 +6,7 @@ import json
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.msprof import names
 from npu_tf_profiling.reports.msprof import writer as msprof_writer
 from npu_tf_profiling.reports.writer import write_all_reports

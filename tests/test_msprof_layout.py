@@ -18,7 +18,7 @@ import pytest
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.cluster import step_table as cst
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.cluster.data import load_cluster
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
 from npu_tf_profiling.reports.msprof import db_schema

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from npu_tf_profiling.cli import main
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from tests.helpers.multi_worker_jobs import STEPS, run_job
 from tests.helpers.raw_fixtures import assert_step_trace_formulas
 

@@ -9,7 +9,7 @@ import warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.writer import write_step_trace_reports
 from tests.helpers.raw_fixtures import NA, T0, assert_step_trace_formulas, make_prof_dir, read_csv, record
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from npu_tf_profiling.reports.chrome_trace import assign_lanes, validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import assign_lanes, validate_chrome_trace
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
 from tests.helpers.raw_fixtures import T0, Phases, iterations, make_prof_dir, record

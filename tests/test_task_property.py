@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.testing.task_synthetic import PROF_TS, SynthOp, write_synthetic_prof_dir
 from npu_tf_profiling.reports.task.table import load_device_tasks, task_windows
 from npu_tf_profiling.reports.writer import write_all_reports

@@ -13,7 +13,7 @@ import pytest
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.step import records as raw_mod
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
 from npu_tf_profiling.reports.errors import NothingFoundError, RawDataWarning
 from npu_tf_profiling.testing.task_synthetic import (
     CPU_DEVICE,

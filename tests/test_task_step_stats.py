@@ -16,7 +16,7 @@ from tensorflow.core.framework import step_stats_pb2  # noqa: E402
 from npu_tf_profiling.raw_format import layout  # noqa: E402
 from npu_tf_profiling.reports.step import records as raw_mod  # noqa: E402
 from npu_tf_profiling.reports.task import step_stats  # noqa: E402
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace  # noqa: E402
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace  # noqa: E402
 from npu_tf_profiling.raw_format.task_record import frame_task_record  # noqa: E402
 from npu_tf_profiling.reports.task.classify import is_reported_name  # noqa: E402
 from npu_tf_profiling.reports.task.table import load_device_tasks, task_windows  # noqa: E402

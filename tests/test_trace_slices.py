@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from npu_tf_profiling.reports import chrome_trace
-from npu_tf_profiling.reports.chrome_trace import validate_chrome_trace
-from npu_tf_profiling.reports.trace_slices import MIN_SLICE_BYTES, encode_event, existing_slices, plan_slices, write_trace
+from npu_tf_profiling.reports.encoders import chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import validate_chrome_trace
+from npu_tf_profiling.reports.encoders.trace_slices import MIN_SLICE_BYTES, encode_event, existing_slices, plan_slices, write_trace
 
 TS = "20240102030405"
 META = [chrome_trace.process_name_event(0, "Device 0"), chrome_trace.thread_name_event(0, 1, "Iterations"),

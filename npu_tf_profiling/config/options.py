@@ -71,7 +71,7 @@ class ProfilingOptions:
     apply_to: str | None = None
     # Ours: a TensorBoard logdir the reports also write the step phases into (absolute once validated).
     tensorboard: str | None = None
-    # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.trace_slices).
+    # Ours: the largest step-trace timeline file, MiB; longer ones are sliced as CANN slices (reports.encoders.trace_slices).
     timeline_slice_mb: int | None = None
     # The peers' host-side switches: sample the training thread's stacks; record GC pauses >= this many ms.
     with_stack: bool | None = None

@@ -21,13 +21,13 @@ One sub-package per kind of data, one module per job in each:
 * ``exporters/``: one module per output of ``report`` behind one interface
   (step trace, task files, msprof-analyze folders, TensorBoard scalars);
 * ``encoders/``: the writers' inner loops on columns (SQLite tables, integer
-  CSVs), through Arrow when the ``fast`` extra is installed;
+  CSVs), through Arrow when the ``fast`` extra is installed, ``chrome_trace``
+  (trace-format helpers) and ``trace_slices`` (a timeline streamed to disk,
+  sliced as CANN does above the slice size);
 * flat: ``prof_dir`` (finding and loading PROF folders), ``writer`` (all the
   reports of one PROF folder), ``job_reports`` (what the training process
   itself builds: bounded, nothing for a long run), ``report_paths``,
-  ``chrome_trace`` (trace-format helpers), ``trace_slices`` (a timeline
-  streamed to disk, sliced as CANN does above the slice size), ``run_input``,
-  ``errors``.
+  ``run_input``, ``anomalies``, ``live``, ``errors``.
 
 The format of every file is in ``docs/output_format.md``.
 Heavy imports are avoided here on purpose: ``import npu_tf_profiling.reports``
@@ -53,7 +53,7 @@ _LAZY = {
     "read_device": "npu_tf_profiling.reports.step.records",
     "compute_step_trace": "npu_tf_profiling.reports.step.table",
     "step_trace_events": "npu_tf_profiling.reports.step.timeline",
-    "validate_chrome_trace": "npu_tf_profiling.reports.chrome_trace",
+    "validate_chrome_trace": "npu_tf_profiling.reports.encoders.chrome_trace",
     "summarize_prof_dir": "npu_tf_profiling.reports.step.summary",
     "BadInputError": "npu_tf_profiling.reports.errors",
     "NothingFoundError": "npu_tf_profiling.reports.errors",

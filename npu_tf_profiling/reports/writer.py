@@ -19,7 +19,7 @@ from npu_tf_profiling.reports.errors import NothingFoundError
 from npu_tf_profiling.reports.exporters.step_trace import write_step_trace_files
 from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, load_prof_dir, report_timestamp
-from npu_tf_profiling.reports.trace_slices import DEFAULT_SLICE_BYTES, MIB
+from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES, MIB
 from npu_tf_profiling.raw_format.run_info import RunInfo
 
 

@@ -21,7 +21,7 @@ from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.summary import (SHARE_DATA_AUG, SHARE_GETNEXT, ModelSummary, annotated, basis_rows,
                                                    summarize_prof_data)
-from npu_tf_profiling.reports.windows import inside
+from npu_tf_profiling.reports.step.windows import inside
 
 
 @dataclass

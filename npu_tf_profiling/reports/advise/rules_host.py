@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 
 from npu_tf_profiling.reports.advise.evidence import ModelEvidence
-from npu_tf_profiling.reports.windows import inside
+from npu_tf_profiling.reports.step.windows import inside
 from npu_tf_profiling.reports.advise.findings import LOW, MEDIUM, Finding, pct, unknown_where
 from npu_tf_profiling.reports.advise.rules_overhead import MIN_HOST_SHARE
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from npu_tf_profiling.raw_format import call_sites as cs
 from npu_tf_profiling.reports.advise.evidence import ModelEvidence
-from npu_tf_profiling.reports.windows import inside
+from npu_tf_profiling.reports.step.windows import inside
 from npu_tf_profiling.reports.advise.findings import HIGH, LOW, MEDIUM, Finding, pct, unknown_where
 from npu_tf_profiling.reports.advise.patches import Edit, suggested_diff
 

@@ -21,7 +21,7 @@ from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.rank_task import RankPart
-from npu_tf_profiling.reports.trace_slices import DEFAULT_SLICE_BYTES
+from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES
 
 SLICE_BYTES = DEFAULT_SLICE_BYTES
 CHUNK_ROWS = 100_000

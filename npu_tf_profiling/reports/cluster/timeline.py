@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.encoders import chrome_trace
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.cluster.data import ClusterData, RankData, sync_points
 from npu_tf_profiling.reports.errors import RawDataWarning

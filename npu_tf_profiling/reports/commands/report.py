@@ -21,7 +21,7 @@ from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT
 from npu_tf_profiling.reports.commands.common import for_each_prof_dir
 from npu_tf_profiling.reports.errors import BadInputError
 from npu_tf_profiling.reports.prof_dir import check_timestamp
-from npu_tf_profiling.reports.trace_slices import MIB, MIN_SLICE_BYTES
+from npu_tf_profiling.reports.encoders.trace_slices import MIB, MIN_SLICE_BYTES
 from npu_tf_profiling.reports.writer import write_all_reports
 
 PROG = "npu-tf-prof report"

@@ -15,7 +15,7 @@ from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, report_
 from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.step.table import write_step_trace_csv
 from npu_tf_profiling.reports.step.timeline import write_step_trace_json
-from npu_tf_profiling.reports.trace_slices import DEFAULT_SLICE_BYTES, MIB
+from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES, MIB
 
 STEP_TRACE_STEM = "step_trace"
 

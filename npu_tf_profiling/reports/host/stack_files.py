@@ -21,14 +21,14 @@ import numpy as np
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
-from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.encoders import chrome_trace
 from npu_tf_profiling.reports.host import stack_time
 from npu_tf_profiling.reports.host.iterations import Spans, iteration_spans
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs
 from npu_tf_profiling.reports.step.timeline import step_trace_events
-from npu_tf_profiling.reports.windows import window_index
+from npu_tf_profiling.reports.step.windows import window_index
 
 GC_COLUMNS = ["Device_id", "Model ID", "Iteration ID", "Start(us)", "Duration(us)", "Generation", "Collected",
               "Uncollectable", "Phase"]

@@ -27,7 +27,7 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.host_samples import GcPauses, HostStacks, read_gc_pauses, read_host_stacks
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.reports.windows import inside, window_index
+from npu_tf_profiling.reports.step.windows import inside, window_index
 
 PHASE_HOST = "between iterations: host"
 PHASE_INPUT = "between iterations: waiting on input"

@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
-from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.encoders import chrome_trace
 from npu_tf_profiling.raw_format.mstx_markers import Marker
 from npu_tf_profiling.reports.host.raw import HostSamples
 from npu_tf_profiling.reports.host.usage import process_cores, rates

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from npu_tf_profiling.reports import chrome_trace as ct
+from npu_tf_profiling.reports.encoders import chrome_trace as ct
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.msprof import comm_names, overlap
 from npu_tf_profiling.reports.msprof.rank_model import (

@@ -38,7 +38,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from npu_tf_profiling.reports import chrome_trace, trace_slices
+from npu_tf_profiling.reports.encoders import chrome_trace, trace_slices
 from npu_tf_profiling.reports.encoders.csv_file import int_column
 from npu_tf_profiling.reports import encoders
 from npu_tf_profiling.reports.encoders.text_columns import arrow_texts, as_texts, column_texts, join_texts, join_usable

@@ -42,7 +42,7 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import AtomicFile
-from npu_tf_profiling.reports import chrome_trace
+from npu_tf_profiling.reports.encoders import chrome_trace
 from npu_tf_profiling.reports.task.classify import TASK_TYPES
 from npu_tf_profiling.reports.task.table import TaskTable
 
