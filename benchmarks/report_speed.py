@@ -53,6 +53,7 @@ from npu_tf_profiling.reports.task import timeline as mt  # noqa: E402
 from npu_tf_profiling.testing.task_synthetic import layered_ops, write_synthetic_prof_dir  # noqa: E402
 from npu_tf_profiling.raw_format.task_record import FramedRecord, frame_task_record, iter_framed_records  # noqa: E402
 from npu_tf_profiling.reports.task.table import load_device_tasks  # noqa: E402
+from npu_tf_profiling.reports.step import records as raw_mod  # noqa: E402
 
 CHILD = """
 import json, sys, time
@@ -95,7 +96,7 @@ def per_step(prof_dir: Path, steps: int) -> dict:
         if len(payloads) == steps:
             break
     tf_times, our_times, events = [], [], 0
-    info = json.loads((layout.device_dir(prof_dir, 0) / layout.INFO_FILE).read_text())
+    info = raw_mod.read_info(layout.device_dir(prof_dir, 0))
     graph_ops = layout.graph_ops_path(prof_dir, 0, 1).read_text()
     with tempfile.TemporaryDirectory() as tmp:
         one = Path(tmp) / "PROF_1_20240102030405_onestep"

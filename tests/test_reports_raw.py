@@ -6,6 +6,7 @@ import json
 import pytest
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.raw_format.training_record import parse_record
 from npu_tf_profiling.reports.step import records as raw
 from npu_tf_profiling.reports.errors import RawDataWarning
@@ -105,15 +106,15 @@ def test_empty_file_gives_empty_frame(tmp_path):
 
 
 def test_device_id_from_folder_name_else_info(tmp_path):
-    assert raw.device_id_of(tmp_path / "device_7", {"device_id": 3}) == 7
-    assert raw.device_id_of(tmp_path / "odd", {"device_id": 3}) == 3
-    assert raw.device_id_of(tmp_path / "odd", {}) == 0
+    assert raw.device_id_of(tmp_path / "device_7", RunInfo(device_id=3)) == 7
+    assert raw.device_id_of(tmp_path / "odd", RunInfo(device_id=3)) == 3
+    assert raw.device_id_of(tmp_path / "odd", RunInfo()) == 0
 
 
 def test_read_device_and_info(tmp_path):
     prof = make_prof_dir(tmp_path, {5: iterations(2), 6: None}, info={"pid": 1, "device_id": 5})
     dev = raw.read_device(prof / "device_5")
-    assert dev.device_id == 5 and dev.info["pid"] == 1 and len(dev.trace.frame) == 2
+    assert dev.device_id == 5 and dev.info.pid == 1 and len(dev.trace.frame) == 2
     assert raw.read_device(prof / "device_6").trace is None
 
 
@@ -121,7 +122,7 @@ def test_unreadable_info_json_warns_but_does_not_stop(tmp_path):
     prof = make_prof_dir(tmp_path, {0: iterations(2)})
     (prof / "device_0" / "info.json").write_text("{torn")
     with pytest.warns(RawDataWarning, match="info.json"):
-        assert raw.read_info(prof / "device_0") == {}
+        assert raw.read_info(prof / "device_0") == RunInfo.from_json(None)
     with pytest.warns(RawDataWarning):
         paths = write_step_trace_reports(prof)
     assert len(read_csv(paths[0])[1]) == 2

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.raw_format.layout import K_ITERATION_END_CHECK
 from npu_tf_profiling.reports.step.point_notes import point_notes
 from npu_tf_profiling.runtime import end_check
@@ -89,4 +90,4 @@ def test_a_session_step_ending_before_what_its_run_fetches_is_said_once(runs: di
     assert model["iteration_end"] in check["note"] and "sess.run" in check["note"] and "tf.group" in check["note"]
     assert info["notes"].count(check["note"]) == 1
     assert sum(EARLY_WORDS in w for w in caught) == 1, caught
-    assert check["note"] in point_notes(info, int(model_id), fp_measured=True, bp_measured=True)
+    assert check["note"] in point_notes(RunInfo.from_json(info), int(model_id), fp_measured=True, bp_measured=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.reports.step import records as raw_mod
@@ -290,7 +291,7 @@ def test_every_task_lies_within_its_iteration_window(tmp_path):
 def test_window_end_is_run_end_without_training_trace(tmp_path):
     run = write_synthetic_prof_dir(tmp_path, 2, layered_ops(3), training_trace=False)
     ddir = layout.device_dir(run.prof_dir, 0)
-    table = load_device_tasks(ddir, 0, {}, None)
+    table = load_device_tasks(ddir, 0, RunInfo(), None)
     windows = task_windows(table)
     assert windows["inside"].all()
     assert set(windows["window_end_us"]) == {it.run_end_us for it in run.iterations}

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.raw_format.layout import K_ITERATION_END_CHECK
 from npu_tf_profiling.reports.step.point_notes import point_notes
 from npu_tf_profiling.runtime import end_check
@@ -108,4 +109,4 @@ def test_an_early_iteration_end_is_said_once_with_its_figure(runs: dict) -> None
     assert model["iteration_end"] in check["note"] and "train_step" in check["note"]
     assert info["notes"].count(check["note"]) == 1
     assert stderr.count("of its calls returned") == 1, stderr[-3000:]
-    assert check["note"] in point_notes(info, int(model_id), fp_measured=True, bp_measured=True)
+    assert check["note"] in point_notes(RunInfo.from_json(info), int(model_id), fp_measured=True, bp_measured=True)

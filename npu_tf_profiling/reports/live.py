@@ -19,7 +19,7 @@ import socket
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -90,18 +90,17 @@ class DeviceFollower:
         return {"median_us": median, "data_aug": share(1), "fp_to_bp": share(2), "refresh": share(3)}
 
 
-def read_info(device_dir: Path) -> Optional[dict[str, Any]]:
-    """The device's info.json; None while it is missing or being replaced."""
+def read_info(device_dir: Path) -> Optional[RunInfo]:
+    """The device's info.json; None while it is missing or being replaced (silently: a running job rewrites it)."""
     try:
         info = json.loads((device_dir / layout.INFO_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return info if isinstance(info, dict) else None
+    return RunInfo.from_json(info) if isinstance(info, dict) else None
 
 
-def job_state(info: dict[str, Any]) -> str:
+def job_state(run: RunInfo) -> str:
     """CLOSED, KILLED (never closed, and its writer, on this host, is gone) or RUNNING (also: another host's)."""
-    run = RunInfo.from_json(info)
     if run.closed_us is not None:
         return CLOSED
     pid = run.pid

@@ -20,7 +20,6 @@ from npu_tf_profiling.reports.exporters.step_trace import write_step_trace_files
 from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.prof_dir import ProfData, check_timestamp, load_prof_dir, report_timestamp
 from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES, MIB
-from npu_tf_profiling.raw_format.run_info import RunInfo
 
 
 def write_step_trace_reports(prof_dir: Path | str, timestamp: Optional[str] = None) -> list[Path]:
@@ -98,7 +97,7 @@ def _run_option(data: Optional[ProfData], key: str) -> Any:
     from npu_tf_profiling.config.option_specs import SPEC_BY_KEY
 
     for device in data.devices if data is not None else ():
-        value = RunInfo.from_json(device.info).option(key)
+        value = device.info.option(key)
         if value is None:
             continue
         try:

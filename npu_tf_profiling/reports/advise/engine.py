@@ -50,7 +50,7 @@ def advise_data(data: ProfData) -> Advice:
     advice = Advice(str(data.prof_dir))
     for ev in evidence:
         advice.findings.extend(model_findings(ev))
-        rank = int(ev.info.get("rank_id", ev.summary.device_id))
+        rank = ev.info.rank_id if ev.info.rank_id is not None else ev.summary.device_id
         if ev.summary.median_iteration_time_us is not None:
             advice.rank_medians[rank] = max(advice.rank_medians.get(rank, 0.0), ev.summary.median_iteration_time_us)
         if not ev.sites.recorded:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +15,7 @@ import pandas as pd
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, CallSites, read_call_sites
 from npu_tf_profiling.raw_format.other_runs import RETRACE, read_other_runs
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.advise.host_truth import HostTruth, read_host_truth
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
@@ -28,7 +28,7 @@ from npu_tf_profiling.reports.step.windows import inside
 class ModelEvidence:
     summary: ModelSummary
     rows: pd.DataFrame  # the basis rows (steady, undisturbed)
-    info: dict[str, Any]
+    info: RunInfo
     sites: CallSites
     truth: HostTruth
     retraces: tuple[int, float]  # (count, total µs) of other_runs' "retrace" records
@@ -40,11 +40,11 @@ class ModelEvidence:
 
     @property
     def is_function(self) -> bool:
-        return "function" in (self.info.get("models") or {}).get(str(self.summary.model_id), {})
+        return "function" in self.info.models.get(str(self.summary.model_id), {})
 
     @property
     def device_kind(self) -> str:
-        return str(self.info.get("device_kind") or "CPU")
+        return self.info.device_kind or "CPU"
 
     def share(self, name: str) -> float:
         return self.summary.shares.get(name) or 0.0
@@ -117,5 +117,5 @@ def model_evidence(data: ProfData) -> list[ModelEvidence]:
                                   _runs(folder))
         sites, truth, (retraces, runs) = cache[m.device_id]
         rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
-        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info or {}, sites, truth, retraces, runs))
+        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info, sites, truth, retraces, runs))
     return out

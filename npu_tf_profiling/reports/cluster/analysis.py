@@ -29,7 +29,6 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
-from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.cluster.anomalies import JSON_NAME as ANOMALIES_JSON
 from npu_tf_profiling.reports.cluster.anomalies import anomaly_notes, cluster_anomalies
@@ -169,7 +168,7 @@ def _shift_expected(folders: list[tuple[str, str]], align: str) -> bool:
         return False
     if align == ctl.ALIGN_REDUCE:
         return True
-    hosts = {RunInfo.from_json(raw_mod.read_info(device_dir)).host for _, device_dir in folders}
+    hosts = {raw_mod.read_info(device_dir).host for _, device_dir in folders}
     return len(hosts - {None}) > 1
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
 from npu_tf_profiling.reports.step import records as raw_mod
-from npu_tf_profiling.raw_format.run_info import RunInfo
 
 JSON_NAME = "anomalies.json"
 SHARED_GAP = 1  # iterations: ranks of one job detect one slowdown an iteration apart now and then
@@ -25,7 +24,7 @@ def cluster_anomalies(folders: list[tuple[str, str]]) -> dict[str, Any]:
     """``{"ranks": {rank: [anomaly, ...]}, "groups": [{"first", "last", "ranks", "shared"}, ...]}``."""
     per_rank: dict[int, list[dict[str, Any]]] = {}
     for _, device_dir in folders:
-        rank_id = RunInfo.from_json(raw_mod.read_info(Path(device_dir))).rank_id
+        rank_id = raw_mod.read_info(Path(device_dir)).rank_id
         rank = rank_id if rank_id is not None else int(Path(device_dir).name.split("_")[-1])
         found = [a for a in read_anomaly_lines(Path(device_dir))
                  if a.get("kind") == "anomaly" and isinstance(a.get("first_slow"), int) and isinstance(a.get("last_slow"), int)]

@@ -54,16 +54,16 @@ class RankData:
     rank: int
     prof_dir: Path
     device_dir: Path
-    info: dict[str, Any]
+    info: RunInfo
     trace: Optional[raw_mod.TraceRead]
 
     @property
     def host(self) -> Optional[str]:
-        return RunInfo.from_json(self.info).host
+        return self.info.host
 
     @property
     def pid(self) -> Optional[int]:
-        return RunInfo.from_json(self.info).pid
+        return self.info.pid
 
     @property
     def rows(self) -> int:
@@ -181,7 +181,7 @@ class RankFound:
 
     rank: int
     device_dir: Path
-    info: dict[str, Any]
+    info: RunInfo
     has_trace: bool
     has_rows: bool
     run_counter_models: tuple[int, ...] = ()
@@ -248,10 +248,10 @@ def load_ranks(root: Path | str, folders: list[tuple[Path, Path]]) -> ClusterDat
     return ClusterData(root=root, ranks=ranks, empty_ranks=empty, table=cluster_table(ranks), notes=notes)
 
 
-def _absent_ranks(found: list[int], infos: list[dict[str, Any]]) -> list[str]:
+def _absent_ranks(found: list[int], infos: list[RunInfo]) -> list[str]:
     """Notes for ranks with no folder: all of 0..rank_size-1 when info.json records the job's size, else gaps."""
     found = sorted(found)
-    sizes = [RunInfo.from_json(info).rank_size for info in infos]
+    sizes = [info.rank_size for info in infos]
     size = max((v for v in sizes if v is not None and v > 0), default=None)
     if size is not None:
         absent = sorted(set(range(size)) - set(found))

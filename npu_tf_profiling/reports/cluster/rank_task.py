@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ class RankPart:
     rank: int
     prof_dir: str
     device_dir: str
-    info: dict[str, Any]
+    info: RunInfo
     has_trace: bool  # a training_trace file exists
     skipped_lines: int = 0
     run_counter_models: list[int] = field(default_factory=list)  # models whose Iteration IDs are run counters
@@ -66,7 +66,7 @@ class RankPart:
 
     @property
     def host(self) -> Optional[str]:
-        return RunInfo.from_json(self.info).host
+        return self.info.host
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def rank_part(prof_dir: str, device_dir: str, options: TaskOptions = TaskOptions
     part.count = len(compact)
     _, disturbed = task_traced.disturbed(frame, task_traced.traced_runs(Path(device_dir)))
     part.traced_steps = _steps(frame, disturbed)
-    part.retraced_steps = _steps(frame, retraces.retraced_rows(frame, Path(device_dir), device.info or {}) != "")
+    part.retraced_steps = _steps(frame, retraces.retraced_rows(frame, Path(device_dir), device.info) != "")
     if options.fragments:
         from npu_tf_profiling.reports.cluster.data import RankData
         from npu_tf_profiling.reports.cluster.timeline_files import write_fragment

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.errors import BadInputError
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.step import table as st
@@ -102,7 +103,7 @@ def side_of(found: RunInput) -> Side:
                     f"{data.prof_dir.name}): two runs in one folder; give the PROF_* folder of the run to compare")
             basis, used, included = sm.basis_rows(rows)
             values = ph.phase_values(used)
-            entry = model_entry(infos.get(rank, {}), model)
+            entry = model_entry(infos.get(rank, RunInfo()), model)
             side.ranks[rank] = RankSample(
                 rank=rank, prof_dir=data.prof_dir, iteration_ids=used[st.ITERATION_ID_COL].astype("int64").to_numpy(),
                 phases={name: values[name] for name in PHASES}, basis=basis,

@@ -39,7 +39,6 @@ from npu_tf_profiling.reports.exporters import Exporter, ExportJob
 from npu_tf_profiling.reports.prof_dir import ProfData, load_prof_dir
 from npu_tf_profiling.reports.report_paths import ReportPaths
 from npu_tf_profiling.reports.step import table as st
-from npu_tf_profiling.raw_format.run_info import RunInfo
 
 INSTALL_HINT = "pip install 'npu_tf_profiling[tensorboard]' (or: pip install tensorboard)"
 TAG_PREFIX = layout.TENSORBOARD_TAG_PREFIX
@@ -139,7 +138,7 @@ def _write(job: ExportJob, out: ReportPaths) -> None:
     """
     data = job.data
     logdirs = [] if data is None else [
-        logdir for logdir in (RunInfo.from_json(d.info).option("tensorboard") for d in data.devices) if isinstance(logdir, str)]
+        logdir for logdir in (d.info.option("tensorboard") for d in data.devices) if isinstance(logdir, str)]
     if data is None or not logdirs:
         return
     try:

@@ -26,6 +26,7 @@ import pandas as pd
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.host_samples import GcPauses, HostStacks, read_gc_pauses, read_host_stacks
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS, OtherRuns
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.windows import inside, window_index
 
@@ -37,21 +38,16 @@ PHASE_OUTSIDE = "outside iterations"
 TOP_LINES = 10
 
 
-def options_of(info: dict[str, Any]) -> dict[str, Any]:
-    options = info.get("options")
-    return options if isinstance(options, dict) else {}
-
-
-def load_stacks(device_dir: Path, info: dict[str, Any]) -> Optional[HostStacks]:
+def load_stacks(device_dir: Path, info: RunInfo) -> Optional[HostStacks]:
     """The device's samples; None when the run was not asked for them (``with_stack``)."""
-    if not options_of(info).get("with_stack"):
+    if not info.option("with_stack"):
         return None
     return read_host_stacks(Path(device_dir) / layout.DATA_DIR / layout.HOST_STACKS_FILE)
 
 
-def load_gc(device_dir: Path, info: dict[str, Any]) -> Optional[GcPauses]:
+def load_gc(device_dir: Path, info: RunInfo) -> Optional[GcPauses]:
     """The device's GC pauses; None when the run was not asked for them (``gc_detect_threshold``)."""
-    if options_of(info).get("gc_detect_threshold") is None:
+    if info.option("gc_detect_threshold") is None:
         return None
     return read_gc_pauses(Path(device_dir) / layout.DATA_DIR / layout.GC_PAUSES_FILE)
 

@@ -154,7 +154,7 @@ def _data_input(model: RankModel, strings: StringIds, rows: Tables, first_id: in
 
 def _meta(model: RankModel) -> list[tuple[str, str]]:
     meta = [("npu_tf_profiling_version", profiler_info.our_version())]
-    tf_version = model.run_info.tensorflow_version
+    tf_version = model.info.tensorflow_version
     if tf_version is not None:
         meta.append(("tensorflow_version", tf_version))
     groups = profiler_info.parallel_group_info(model)

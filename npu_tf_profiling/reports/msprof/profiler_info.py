@@ -49,11 +49,11 @@ def profiler_info(model: RankModel) -> dict[str, Any]:
         "start_info": {"start_time_ns": start_ns, "start_time_us": start_ns // 1000},
         "end_info": {"end_time_ns": end_ns, "end_time_us": end_ns // 1000},
         "framework": "TensorFlow",
-        "tensorflow_version": model.run_info.tensorflow_version,
+        "tensorflow_version": model.info.tensorflow_version,
         "npu_tf_profiling_version": our_version(),
         "source": str(model.prof_dir.name),
         "config": {
-            "common_config": {"profiling_options": model.run_info.options},
+            "common_config": {"profiling_options": model.info.options},
             "experimental_config": {"_export_type": EXPORT_TYPES},
         },
     }

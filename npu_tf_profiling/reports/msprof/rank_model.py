@@ -10,10 +10,9 @@ epoch (what our CSVs hold); task times are the StepStats nanoseconds.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -52,31 +51,27 @@ class RankModel:
 
     rank: int
     prof_dir: Path
-    info: dict[str, Any]
+    info: RunInfo
     steps: pd.DataFrame
     comm_ops: pd.DataFrame
     tasks: Optional[pd.DataFrame]
 
-    @functools.cached_property
-    def run_info(self) -> RunInfo:
-        return RunInfo.from_json(self.info)
-
     @property
     def host(self) -> str:
-        return self.run_info.host or "localhost"
+        return self.info.host or "localhost"
 
     @property
     def pid(self) -> int:
-        return self.run_info.pid or 0
+        return self.info.pid or 0
 
     @property
     def rank_size(self) -> Optional[int]:
-        size = self.run_info.rank_size
+        size = self.info.rank_size
         return size if size is not None and size > 0 else None
 
     @property
     def device_kind(self) -> str:
-        return self.run_info.device_kind or "CPU"
+        return self.info.device_kind or "CPU"
 
     def time_range_ns(self) -> tuple[int, int]:
         """Start and end of what was recorded, ns (the session start when info.json has it)."""
@@ -85,7 +80,7 @@ class RankModel:
         if self.tasks is not None and len(self.tasks):
             starts.append(int(self.tasks["start_ns"].min()))
             ends.append(int(self.tasks["end_ns"].max()))
-        session = self.run_info.start_time_us
+        session = self.info.start_time_us
         if session is not None:
             starts.append(us_to_ns(session))
         start = min(starts, default=0)
@@ -101,9 +96,9 @@ def us_to_ns(us: float) -> int:
     return int(round(us)) * 1000
 
 
-def host_of(info: dict[str, Any]) -> str:
+def host_of(info: RunInfo) -> str:
     """The host a device folder was recorded on (info.json), ``localhost`` when unknown."""
-    return RunInfo.from_json(info).host or "localhost"
+    return info.host or "localhost"
 
 
 def _float(series: pd.Series) -> np.ndarray:
@@ -184,7 +179,7 @@ def _tasks(table: TaskTable) -> pd.DataFrame:
 
 
 def build_rank_model(
-    rank: int, prof_dir: Path, info: dict[str, Any], table: st.StepTraceTable, tasks: Optional[TaskTable]
+    rank: int, prof_dir: Path, info: RunInfo, table: st.StepTraceTable, tasks: Optional[TaskTable]
 ) -> RankModel:
     """The model of one rank: its step-trace rows (one device's table) and its tasks, if any."""
     return RankModel(

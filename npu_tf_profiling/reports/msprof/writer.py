@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.step import records as raw_mod
@@ -24,6 +24,7 @@ from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.task.table import load_device_tasks
 from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import atomic_write_text
+from npu_tf_profiling.raw_format.run_info import RunInfo
 
 
 # Above this many events (iterations + all-reduce groups + tasks) a rank gets only what msprof-analyze's
@@ -133,7 +134,7 @@ def write_prof_dir_layouts(data: ProfData, notes: Optional[list[str]] = None, ex
     return folders
 
 
-def is_stale(prof_dir: Path, rank: int, device_dir: Path, info: dict[str, Any]) -> bool:
+def is_stale(prof_dir: Path, rank: int, device_dir: Path, info: RunInfo) -> bool:
     """Whether a rank's folder is missing or older than its raw data (then it must be rewritten)."""
     folder = names.rank_folder(prof_dir, host_of(info), rank)
     db = names.profiler_output_dir(folder) / names.profiler_db_name(rank)

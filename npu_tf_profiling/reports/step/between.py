@@ -46,12 +46,12 @@ LONG_GAP_FACTOR = 5.0
 MAX_LONG_GAPS = 5  # listed by duration; the rest are counted
 
 
-def load_other_runs(device_dir: Path, info: dict[str, Any]) -> Optional[OtherRuns]:
+def load_other_runs(device_dir: Path, info: RunInfo) -> Optional[OtherRuns]:
     """The device folder's other runs; None when its runtime did not record them.
 
     A retrace's line is the step's own call, not a run between iterations: its iteration is named and left out
     of the statistics apart (``retraces``), so it is not split here."""
-    if not RunInfo.from_json(info).other_runs_recorded:
+    if not info.other_runs_recorded:
         return None
     runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
     keep = np.array([kind != RETRACE for kind in runs.kinds], dtype=bool)

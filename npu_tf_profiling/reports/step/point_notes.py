@@ -36,9 +36,9 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def model_entry(info: Mapping[str, Any], model_id: int) -> Mapping[str, Any]:
+def model_entry(info: RunInfo, model_id: int) -> Mapping[str, Any]:
     """info.json's record of one model ({} when absent or not an object)."""
-    entry = RunInfo.from_json(info).models.get(str(model_id))
+    entry = info.models.get(str(model_id))
     return entry if isinstance(entry, Mapping) else {}
 
 
@@ -76,10 +76,10 @@ def all_na_note(option: str, entry: Mapping[str, Any], asked: str) -> str:
     return f"{column} is N/A on every iteration ({columns} too), although {option} is {name} (info.json's reasons say how it was chosen)"
 
 
-def point_notes(info: Mapping[str, Any], model_id: int, fp_measured: bool, bp_measured: bool) -> list[str]:
+def point_notes(info: RunInfo, model_id: int, fp_measured: bool, bp_measured: bool) -> list[str]:
     """Every line the summary shows about this model's points (empty when they are unremarkable)."""
     entry = model_entry(info, model_id)
-    options = RunInfo.from_json(info).options
+    options = info.options
     notes = fallback_notes(entry)
     records = entry.get(FALLBACK_KEY) if isinstance(entry.get(FALLBACK_KEY), Mapping) else {}
     for option, measured in (("fp_point", fp_measured), ("bp_point", bp_measured)):

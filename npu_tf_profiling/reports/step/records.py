@@ -25,6 +25,7 @@ import pandas as pd
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.errors import RawDataWarning
 from npu_tf_profiling.raw_format.metadata import read_json_object
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.raw_format.training_frame import (
     MAX_GET_NEXT_PAIRS,
     MAX_REDUCE_PAIRS,
@@ -126,7 +127,7 @@ class DeviceRaw:
 
     device_id: int
     device_dir: Path
-    info: dict[str, Any]
+    info: RunInfo
     trace: Optional[TraceRead]  # None when the folder has no training_trace file
 
 
@@ -442,13 +443,13 @@ def assign_iteration_ids(frame: pd.DataFrame, source: str = "training_trace") ->
     return frame, id_source
 
 
-def read_info(device_dir: Path | str) -> dict[str, Any]:
-    """Read ``info.json`` of a device folder; ``{}`` (with a warning) if absent or unreadable."""
-    return read_json_object(Path(device_dir) / layout.INFO_FILE, "reporting without it") or {}
+def read_info(device_dir: Path | str) -> RunInfo:
+    """Read ``info.json`` of a device folder; an info with nothing known (and a warning) if absent or unreadable."""
+    return RunInfo.from_json(read_json_object(Path(device_dir) / layout.INFO_FILE, "reporting without it"))
 
 
-def device_id_of(device_dir: Path | str, info: dict[str, Any]) -> int:
-    """The device id: from the ``device_<id>`` folder name, else ``info["device_id"]``, else 0.
+def device_id_of(device_dir: Path | str, info: RunInfo) -> int:
+    """The device id: from the ``device_<id>`` folder name, else info.json's ``device_id``, else 0.
 
     The folder name wins because it is what the runtime used to keep ranks
     apart on disk; info.json is only consulted for oddly named folders.
@@ -456,12 +457,7 @@ def device_id_of(device_dir: Path | str, info: dict[str, Any]) -> int:
     suffix = Path(device_dir).name[len(layout.DEVICE_DIR_PREFIX):]
     if Path(device_dir).name.startswith(layout.DEVICE_DIR_PREFIX) and suffix.isdigit():
         return int(suffix)
-    value = info.get("device_id")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return 0
+    return info.device_id if info.device_id is not None else 0
 
 
 def read_device(device_dir: Path | str) -> DeviceRaw:

@@ -11,7 +11,7 @@ part of its Data Aug Bound the retrace took; without an FP Start, the trace.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -21,16 +21,16 @@ from npu_tf_profiling.raw_format.other_runs import OtherRuns, Retrace, read_othe
 from npu_tf_profiling.raw_format.run_info import RunInfo
 
 
-def retraced_rows(frame: pd.DataFrame, device_dir: Path, info: dict[str, Any]) -> np.ndarray:
+def retraced_rows(frame: pd.DataFrame, device_dir: Path, info: RunInfo) -> np.ndarray:
     """Per row of a device's raw frame (``records.TraceRead.frame``): what retraced there, in words ("" nothing)."""
     out = np.full(len(frame), "", dtype=object)
-    if not RunInfo.from_json(info).other_runs_recorded or frame.empty:
+    if not info.other_runs_recorded or frame.empty:
         return out
     runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
     return mark_retraces(frame, runs, info, out)
 
 
-def mark_retraces(frame: pd.DataFrame, runs: OtherRuns, info: dict[str, Any], out: np.ndarray) -> np.ndarray:
+def mark_retraces(frame: pd.DataFrame, runs: OtherRuns, info: RunInfo, out: np.ndarray) -> np.ndarray:
     """Fill ``out`` (one string per row of ``frame``) with each retrace's words at the row it ran."""
     models = frame[layout.K_MODEL_ID].to_numpy()
     ends = frame[layout.K_ITERATION_END].to_numpy(dtype="float64")
@@ -52,8 +52,8 @@ def describe(retrace: Retrace, fp_start_us: float) -> str:
     return f"retrace of {retrace.function} ({retrace.signature}): {max(until - retrace.start_us, 0.0) / 1e6:.3f} s"
 
 
-def _model_of(function: str, info: dict[str, Any]) -> Optional[int]:
+def _model_of(function: str, info: RunInfo) -> Optional[int]:
     """The one model whose info.json entry names `function` (a line written without its Model ID)."""
-    found = [int(k) for k, entry in RunInfo.from_json(info).models.items()
+    found = [int(k) for k, entry in info.models.items()
              if isinstance(entry, dict) and entry.get("function") == function and str(k).isdigit()]
     return found[0] if len(found) == 1 else None

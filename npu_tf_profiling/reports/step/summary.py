@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.host import stack_time
 from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
 from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
@@ -328,9 +329,9 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
     dirs = {d.device_id: d.device_dir for d in data.devices}
     frame = annotated(data) if models else None
     for m in models:
-        info = infos.get(m.device_id, {})
+        info = infos.get(m.device_id, RunInfo())
         m.point_notes = point_notes(info, m.model_id, m.fp_measured, m.bp_measured)
-        if "function" in (info.get("models") or {}).get(str(m.model_id), {}):
+        if "function" in info.models.get(str(m.model_id), {}):
             m.tracer = "tf.profiler"
         runs = load_other_runs(dirs[m.device_id], info) if m.device_id in dirs else None
         rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)] if frame is not None else None
@@ -338,7 +339,7 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
             m.retraces = [{"iteration": int(i), "retrace": words}
                           for i, words in zip(rows[st.ITERATION_ID_COL], rows["_retraced"]) if words]
         if runs is not None and rows is not None:
-            model_info = (info.get("models") or {}).get(str(m.model_id), {})
+            model_info = info.models.get(str(m.model_id), {})
             _apply_split(m, summarize_split(basis_rows(rows)[1], runs), model_info.get("feeds"))
         if m.device_id in dirs and frame is not None:
             _apply_host_time(m, dirs[m.device_id], info, frame, runs)
@@ -372,7 +373,7 @@ def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Option
         m.verdict = verdict if verdict in (NOT_INPUT_BOUND, UNKNOWN_INPUT_BOUND) else f"at most {verdict}"
 
 
-def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], frame: pd.DataFrame, runs: Any) -> None:
+def _apply_host_time(m: ModelSummary, device_dir: Path, info: RunInfo, frame: pd.DataFrame, runs: Any) -> None:
     """The stacks and GC pauses the run was asked to record, against this model's statistics rows."""
     stacks, pauses = stack_time.load_stacks(device_dir, info), stack_time.load_gc(device_dir, info)
     if stacks is None and pauses is None:
@@ -381,7 +382,7 @@ def _apply_host_time(m: ModelSummary, device_dir: Path, info: dict[str, Any], fr
     if stacks is not None:
         m.host_stacks = stack_time.stack_summary(stacks, rows, runs)
     if pauses is not None:
-        m.gc_pauses = stack_time.gc_summary(pauses, rows, stack_time.options_of(info).get("gc_detect_threshold"))
+        m.gc_pauses = stack_time.gc_summary(pauses, rows, info.option("gc_detect_threshold"))
 
 
 def summarize_prof_dir(prof_dir: Path | str) -> ProfSummary:

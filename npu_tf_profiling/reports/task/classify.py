@@ -17,7 +17,7 @@ Each skipped kind is counted (``TaskTable.skipped``) and the reports say how man
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Optional
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.run_info import RunInfo
@@ -83,11 +83,11 @@ def op_type_from_label(label: str, name: str) -> Optional[str]:
     return rest[:paren].strip() or None
 
 
-def aicpu_enabled(info: dict[str, Any]) -> bool:
+def aicpu_enabled(info: RunInfo) -> bool:
     """Whether host CPU ops are reported: info.json's resolved options have ``aicpu`` on.
 
     When info.json holds no options (missing or damaged file) nothing is known
     to be off, so they are reported.
     """
-    options = RunInfo.from_json(info).options
+    options = info.options
     return not options or options.get("aicpu") == "on"

@@ -26,7 +26,6 @@ from npu_tf_profiling.reports.errors import BadInputError, RawDataWarning
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step.timeline import step_trace_events
 from npu_tf_profiling.reports.task.table import TaskTable, load_device_tasks
-from npu_tf_profiling.raw_format.run_info import RunInfo
 
 TASK_TIME_STEM = "task_time"
 OP_SUMMARY_STEM = "op_summary"
@@ -57,7 +56,7 @@ def untraced_notes(data: ProfData) -> list[str]:
 
     notes = []
     for device in data.devices:
-        options = RunInfo.from_json(device.info).options
+        options = device.info.options
         if not options:
             continue
         try:

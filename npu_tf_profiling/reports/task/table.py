@@ -30,12 +30,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
+from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.step.records import ID_FROM_RUN, ID_FROM_STEP, TraceRead
 from npu_tf_profiling.reports.task.classify import (
     PLUMBING_PREFIX,
@@ -405,7 +406,7 @@ def task_windows(table: TaskTable, tolerance_us: float = 1.0) -> pd.DataFrame:
 def load_device_tasks(
     device_dir: Union[Path, str],
     device_id: int,
-    info: dict[str, Any],
+    info: RunInfo,
     training: Optional[TraceRead],
     iteration_times: Optional[pd.DataFrame] = None,
 ) -> Optional[TaskTable]:
