@@ -16,7 +16,9 @@ Demonstrations (one rank misbehaves on purpose):
 
 Profiling is switched on through NPURunConfig(profiling_config=...) by default,
 or through PROFILING_MODE/PROFILING_OPTIONS with ``--via env``; ``--task-trace``
-also captures the tasks of steps 10-12, which the merged timeline then shows.
+also captures the tasks of steps 10-12, which the merged timeline then shows;
+``--host-switches`` records in every rank what its host does (stacks, GC pauses,
+CPU and memory, peak memory per iteration).
 
 On real hosts, run one worker per host yourself with ``--worker``, a TF_CONFIG
 naming every host, and an output folder on shared storage:
@@ -48,11 +50,18 @@ EXIT_BAD_OUTPUT = 2
 
 
 # ----------------------------------------------------------------------------- worker
-def profiling_options(output: str, task_trace: bool) -> str:
-    """The profiling_options JSON: the step trace on every step, tasks (FULL_TRACE) on steps 10-12 only."""
+# What the host switches record (docs/options.md): Python stacks, GC pauses >= 1 ms, host CPU and memory, peak memory.
+HOST_SWITCHES = {"with_stack": True, "gc_detect_threshold": 1, "host_sys": "cpu,mem", "profile_memory": True}
+
+
+def profiling_options(output: str, task_trace: bool, host_switches: bool = False) -> str:
+    """The profiling_options JSON: the step trace on every step, tasks (FULL_TRACE) on steps 10-12 only;
+    and, with `host_switches`, what the host does (HOST_SWITCHES) in every rank."""
     options = {"output": output, "training_trace": "on"}
     if task_trace:
         options.update({"task_trace": "on", "start_step": 10, "stop_step": 12})
+    if host_switches:
+        options.update(HOST_SWITCHES)
     return json.dumps(options)
 
 
@@ -125,7 +134,7 @@ def _worker(args: argparse.Namespace) -> int:
     common = dict(train_distribute=strategy, model_dir=args.model_dir, save_checkpoints_steps=1000,
                   log_step_count_steps=None, save_summary_steps=1000)
     if args.via == "config":
-        options = profiling_options(args.output, args.task_trace)
+        options = profiling_options(args.output, args.task_trace, args.host_switches)
         config = NPURunConfig(profiling_config=ProfilingConfig(enable_profiling=True, profiling_options=options), **common)
     else:  # PROFILING_MODE / PROFILING_OPTIONS are in the environment (the launcher sets them)
         config = tf.estimator.RunConfig(**common)
@@ -226,7 +235,8 @@ def launch_local_workers(
         env.update(extra_env or {})
         if via == "env":
             env["PROFILING_MODE"] = "true"
-            env["PROFILING_OPTIONS"] = profiling_options(str(output), "--task-trace" in (extra_args or []))
+            env["PROFILING_OPTIONS"] = profiling_options(str(output), "--task-trace" in (extra_args or []),
+                                                         "--host-switches" in (extra_args or []))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--output", str(output), "--model-dir", model_dir,
                "--steps", str(steps), "--via", via, *(extra_args or [])]
         with open(logs / f"worker_{rank}.log", "wb") as log:
@@ -271,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow-input-ms", type=float, default=0.0)
     parser.add_argument("--slow-compute-ms", type=float, default=0.0)
     parser.add_argument("--task-trace", action="store_true", help="also capture the tasks of steps 10-12 (FULL_TRACE)")
+    parser.add_argument("--host-switches", action="store_true",
+                        help="also record the host: with_stack, gc_detect_threshold, host_sys, profile_memory")
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-at-step", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the local workers are stopped")
@@ -288,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if output.is_dir() and any(output.glob("PROF_*")):
         print(f"error: {output} already holds PROF_* folders of another run; give an empty --output", file=sys.stderr)
         return EXIT_BAD_OUTPUT
-    extra: list[str] = ["--task-trace"] if args.task_trace else []
+    extra: list[str] = (["--task-trace"] if args.task_trace else []) + (["--host-switches"] if args.host_switches else [])
     if args.slow_rank is not None:
         extra += ["--slow-rank", str(args.slow_rank), "--slow-input-ms", str(args.slow_input_ms),
                   "--slow-compute-ms", str(args.slow_compute_ms)]

@@ -151,11 +151,16 @@ def test_markers_are_in_the_host_timeline_and_summarised_per_iteration(run) -> N
     markers = read_markers(layout.device_dir(prof, 0))
     assert sum(m.kind == "range" and m.message == "prepare batch" for m in markers) == 40
     assert [m.message for m in markers if m.kind == "mark"] == ["busy thread starts"]
-    timeline = json.loads(next(out.glob("host_[0-9]*.json")).read_text())  # not with_stack's host_trace_<ts>.json
+    (path,) = out.glob("host_trace_*.json")  # the one host timeline: no second host file
+    assert not list(out.glob("host_[0-9]*.json"))
+    timeline = json.loads(path.read_text())
     assert chrome_trace.validate_chrome_trace(timeline) == []
     names = {(e["ph"], e["name"]) for e in timeline}
     assert {("X", "prepare batch"), ("i", "busy thread starts"), ("C", "CPU Usage"), ("C", "Memory Usage"),
             ("C", "Peak Memory"), ("C", "Disk Usage"), ("C", "Network Usage")} <= names
+    # On the step trace's tracks, in the device's own process: the markers line up with the iterations.
+    assert any(n.startswith("Iteration") for _, n in names)
+    assert {e["args"]["name"] for e in timeline if e["name"] == "process_name"} == {"Device 0"}
     (row,) = _csv_rows(out, "mstx_summary")
     # Iteration 1 starts at its FP Start, after its batch was prepared: 39 iterations hold the range.
     assert (row["Message"], row["Domain"], row["Iterations"]) == ("prepare batch", "default", "39")

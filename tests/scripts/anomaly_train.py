@@ -1,11 +1,12 @@
 """Training with planted slow iterations, for the anomaly_capture and watch tests.
 
-Usage: anomaly_train.py tf1|tf2 STEPS SPIKE REGIME_START REGIME_END   (env STEP_SLEEP_S: seconds to sleep per step)
+Usage: anomaly_train.py tf1|tf2 STEPS SPIKE REGIME_START REGIME_END [EVERY COUNT]   (env STEP_SLEEP_S: seconds to sleep per step)
 
 A small MLP; its step runs, under a `tf.cond` on the step number, a chain of
 matmuls named ``slow_regime/...`` at iteration SPIKE and at iterations
 REGIME_START..REGIME_END (inclusive): the planted slow stretch a capture must
-name as what changed. tf1: a plain Session keyed by the global step; tf2: a
+name as what changed. With EVERY and COUNT the regime comes COUNT times, EVERY
+iterations apart (the recall benchmark: benchmarks/anomaly_capture.py --recall). tf1: a plain Session keyed by the global step; tf2: a
 tf.function step in a Python loop (its Iteration IDs are its call numbers).
 Profiling comes from the environment. Prints one JSON line at the end:
 {"weights": sha256 of the trained weights' bytes}.
@@ -21,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 mode, steps, spike, regime_start, regime_end = sys.argv[1], *map(int, sys.argv[2:6])
+every, count = (int(sys.argv[6]), int(sys.argv[7])) if len(sys.argv) > 7 else (regime_end - regime_start + 1, 1)
 pause = float(os.environ.get("STEP_SLEEP_S", "0"))
 SLOW_SIZE, SLOW_CHAIN = 256, 4  # a few ms of matmuls
 SLOW_SLEEP_S = 0.4  # and a sleep: far above this loaded host's noise (up to ~70 ms seen), at no CPU cost
@@ -37,7 +39,9 @@ def slow_or_not(step, seed, v1):
     """About 0.0 (too small to change the loss), after the planted ops on the planted iterations (the step
     counts from 1): a sleep (`EagerPyFunc`) and a chain of matmuls. The chain starts from a variable
     (`seed`): from a constant, grappler would fold it away before the first run."""
-    planted = tf.logical_or(tf.equal(step, spike), tf.logical_and(step >= regime_start, step <= regime_end))
+    into = tf.cast(step, tf.int64) - regime_start  # iterations since the first regime began
+    in_regime = tf.logical_and(tf.logical_and(into >= 0, into < every * count), into % every <= regime_end - regime_start)
+    planted = tf.logical_or(tf.equal(step, spike), in_regime)
 
     def slow():
         with tf.name_scope("slow_regime"):

@@ -43,5 +43,4 @@ def exporters() -> tuple[Exporter, ...]:
     """Every output, in the order written (imported here, not at module load: each pulls in its writers)."""
     from npu_tf_profiling.reports.exporters import host, msprof_layout, step_trace, task_files, tensorboard
 
-    return (step_trace.EXPORTER, task_files.EXPORTER, host.HOST_USAGE, host.HOST_PYTHON, msprof_layout.EXPORTER,
-            tensorboard.EXPORTER)
+    return (step_trace.EXPORTER, task_files.EXPORTER, host.EXPORTER, msprof_layout.EXPORTER, tensorboard.EXPORTER)

@@ -5,11 +5,8 @@
   The two first frames are the device and the sample's phase, so a flame graph
   splits the time between iterations from the step call at a glance.
 * ``gc_pauses_<ts>.csv``: one row per GC pause, with the iteration it fell in.
-* ``host_trace_<ts>.json``: a Chrome trace (Perfetto, chrome://tracing) with the step
-  trace's tracks (up to STEP_EVENTS_AT_MOST iterations) and, per device, a ``Host Python (with_stack)`` track (consecutive samples
-  on one line of the script merged into one span, its stack in ``args``) and a
-  ``GC pauses`` track. Its own file: the step-trace timeline is sliced by rows for
-  million-iteration runs, and these events are not rows.
+* for the host timeline (``trace_file``), per device, a ``Host Python (with_stack)`` track (consecutive
+  samples on one line of the script merged into one span, its stack in ``args``) and a ``GC pauses`` track.
 """
 from __future__ import annotations
 
@@ -27,14 +24,12 @@ from npu_tf_profiling.reports.host.iterations import Spans, iteration_spans
 from npu_tf_profiling.reports.prof_dir import ProfData
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import load_other_runs
-from npu_tf_profiling.reports.step.timeline import step_trace_events
 from npu_tf_profiling.reports.step.windows import window_index
 
 GC_COLUMNS = ["Device_id", "Model ID", "Iteration ID", "Start(us)", "Duration(us)", "Generation", "Collected",
               "Uncollectable", "Phase"]
 HOST_TRACK, GC_TRACK = "Host Python (with_stack)", "GC pauses"
 _HOST_TID, _GC_TID = 10_000, 10_001  # after every step-trace track of a device
-STEP_EVENTS_AT_MOST = 100_000  # iterations; a longer run's host trace holds the host tracks only (its step trace is sliced)
 GAP_SAMPLES = 2.5  # samples further apart than this many periods start a new span
 
 
@@ -48,8 +43,9 @@ def _device_rows(data: ProfData, device_id: int) -> Any:
     return frame[frame[st.DEVICE_ID] == device_id]
 
 
-def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
-    """Write the host files of every device that recorded stacks or GC pauses; [] when none did."""
+def write_host_files(data: ProfData, timestamp: str) -> tuple[list[Path], list[chrome_trace.Event]]:
+    """Write the host files of every device that recorded stacks or GC pauses ([] when none did); and return
+    the stack and GC tracks' events for the host timeline."""
     out_dir = layout.report_dir(data.prof_dir)
     folded: Counter[str] = Counter()
     gc_lines: list[str] = []
@@ -78,12 +74,7 @@ def write_host_files(data: ProfData, timestamp: str) -> list[Path]:
         path = out_dir / f"gc_pauses_{timestamp}.csv"
         atomic_write_text(path, ",".join(GC_COLUMNS) + "\n" + "".join(gc_lines))
         written.append(path)
-    if events:
-        path = out_dir / f"host_trace_{timestamp}.json"
-        steps = step_trace_events(data.table) if len(data.table) <= STEP_EVENTS_AT_MOST else []
-        atomic_write_text(path, chrome_trace.dumps_events(steps + _track_names(events) + events))
-        written.append(path)
-    return written
+    return written, _track_names(events) + events
 
 
 def _gc_rows(device_id: int, pauses: Any, spans: Spans, phase: np.ndarray) -> list[str]:

@@ -1,28 +1,26 @@
-"""``host_<ts>.json``: the host's tracks in Chrome trace format, beside the step-trace timeline.
+"""The host usage and markers as Chrome-trace events, for the one host timeline (``host.trace_file``).
 
-One process per device, named ``Host <device id>``, with CANN's layer names as counters (``CPU Usage``,
-``Memory Usage``, ``Disk Usage``, ``Network Usage``; CANN draws them in msprof_*.json), the
+In each device's process (``Device <id>``, as in the step trace): CANN's layer names as counters (``CPU
+Usage``, ``Memory Usage``, ``Disk Usage``, ``Network Usage``; CANN draws them in msprof_*.json), the
 ``profile_memory`` peaks as ``Peak Memory``, and the mstx markers: one track per thread and domain,
 ranges as spans (spread over lanes where they overlap, since Perfetto refuses overlapping spans on
 one track) and marks as instants. A counter of a long run is thinned to ``MAX_COUNTER_POINTS`` (each point
-the largest of the samples it stands for). Times are epoch µs, as in ``step_trace_*.json``, so both files can
-be opened together in Perfetto and line up.
+the largest of the samples it stands for). Times are epoch µs, the step trace's clock.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from npu_tf_profiling.raw_format.atomic import atomic_write_text
 from npu_tf_profiling.reports.encoders import chrome_trace
 from npu_tf_profiling.raw_format.mstx_markers import Marker
 from npu_tf_profiling.reports.host.raw import HostSamples
 from npu_tf_profiling.reports.host.usage import process_cores, rates
 
 Event = chrome_trace.Event
-_COUNTER_TID = 0
+_COUNTER_TID = 0  # counters belong to the process; the tid is only there for viewers that want one
+MARKER_TID = 10_100  # the markers' tracks come after the step trace's and with_stack's (host.stack_files)
 # A day at 50 Hz is 4.3M samples: beyond this many points a counter is thinned to the largest value of each run
 # of consecutive samples (drawn at the run's last time), so the file stays small enough to open and no peak is lost.
 MAX_COUNTER_POINTS = 20_000
@@ -85,7 +83,7 @@ def _marker_events(pid: int, markers: list[Marker]) -> list[Event]:
     tracks: dict[tuple[int, str], list[Marker]] = {}
     for marker in markers:
         tracks.setdefault((marker.tid, marker.domain), []).append(marker)
-    next_tid = 1
+    next_tid = MARKER_TID
     for (thread, domain), own in sorted(tracks.items()):
         ranges = [m for m in own if m.kind == "range"]
         lanes = chrome_trace.assign_lanes([(m.start_us, m.end_us - m.start_us) for m in ranges])
@@ -104,18 +102,6 @@ def _marker_events(pid: int, markers: list[Marker]) -> list[Event]:
     return events
 
 
-def write_host_timeline(path: Path, devices: list[tuple[int, Optional[HostSamples], list[Marker]]]) -> Optional[Path]:
-    """The host timeline of every device that has samples or markers; None when none has either."""
-    events: list[Event] = []
-    for device_id, samples, markers in devices:
-        if samples is None and not markers:
-            continue
-        events.append(chrome_trace.process_name_event(device_id, f"Host {device_id}"))
-        events.append(chrome_trace.thread_name_event(device_id, _COUNTER_TID, "Host usage"))
-        if samples is not None:
-            events += _sample_events(device_id, samples)
-        events += _marker_events(device_id, markers)
-    if not events:
-        return None
-    atomic_write_text(path, chrome_trace.dumps_events(events))
-    return path
+def usage_events(device_id: int, samples: Optional[HostSamples], markers: list[Marker]) -> list[Event]:
+    """One device's counters and marker tracks ([] when it has neither)."""
+    return (_sample_events(device_id, samples) if samples is not None else []) + _marker_events(device_id, markers)
