@@ -114,7 +114,8 @@ def recall(root: Path, args: argparse.Namespace) -> None:
     anomalies = [a for a in planted if a.get("kind") == "anomaly"]
     detected, traced_slow, delays = 0, 0, []
     for start in starts:
-        found = [a for a in anomalies if start <= a["first_slow"] < start + length]
+        # Detected: a slow stretch overlaps the regime (noise just before it can open the stretch that holds it).
+        found = [a for a in anomalies if a["first_slow"] < start + length and a.get("last_slow", a["first_slow"]) >= start]
         if not found:
             print(f"  regime {start}..{start + length - 1}: not detected")
             continue
@@ -123,7 +124,8 @@ def recall(root: Path, args: argparse.Namespace) -> None:
         if captured:
             delays.append(captured[0] - start)
             traced_slow += captured[0] < start + length
-    others = [a["first_slow"] for a in anomalies if not any(s <= a["first_slow"] < s + length for s in starts)]
+    others = [a["first_slow"] for a in anomalies
+              if not any(a["first_slow"] < s + length and a.get("last_slow", a["first_slow"]) >= s for s in starts)]
     print(f"recall {args.mode}: {args.recall} regimes of {length} iterations, {args.spacing} apart, {steps} iterations: "
           f"detected {detected}/{args.recall} ({detected / args.recall:.1%}; 95% lower bound "
           f"{clopper_pearson_lower(detected, args.recall):.1%}); traced while slow {traced_slow}; delays from the first slow "

@@ -137,6 +137,22 @@ def test_slow_compute_rank_is_named_and_the_others_wait(slow_compute, capsys):
     assert verdict["compute"]["ranks"]["1"]["median_us"] > 40_000
 
 
+@pytest.mark.parametrize("job, rank, cause", [("slow_compute", 1, "compute"), ("slow_input", 2, "input")])
+def test_advise_names_the_rank_the_others_wait_for_not_their_all_reduce(request, job, rank, cause, capsys):
+    """In a synchronous job every rank's iteration lasts as long as the slow rank's, and the others' wait reads as an
+    exposed all-reduce: advise must name the slow rank and its cause, and withdraw the waiting ranks' packing advice."""
+    out, _ = request.getfixturevalue(job)
+    assert main(["advise", str(out), "--json"]) == 0
+    advices = json.loads(capsys.readouterr().out)
+    (slow,) = advices[0]["findings"]
+    assert (slow["rule"], slow["evidence"]["rank"], slow["evidence"]["cause"]) == ("slow rank", rank, cause), slow
+    assert slow["evidence"]["median_wait_imposed_us"] > 20_000 and slow["expected_gain_pct"] >= 30, slow  # sleeps of 40, 120 ms
+    for advice in advices[1:]:
+        reduce = [f["device_id"] for f in advice["findings"] if f["rule"] == "all-reduce not overlapped"]
+        assert set(reduce) <= {rank}, advice  # only the slow rank's own Reduce is communication without the wait
+    assert sum(f"mostly the wait for rank {rank}" in n for a in advices for n in a["notes"]) >= 1
+
+
 def test_every_rank_records_its_own_host_with_the_switches_on(slow_compute):
     """The host switches through NPURunConfig in an Estimator job: each rank's folder has its stacks, host usage and
     peaks per iteration. At 100 Hz a 3 s job gives ~300 samples a rank; CI's loaded workers starve the sampler ~6x."""

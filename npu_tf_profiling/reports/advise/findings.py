@@ -52,7 +52,6 @@ class Advice:
     source: str
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    rank_medians: dict[int, float] = field(default_factory=dict)  # rank -> median Iteration Time (µs), for the slow-rank rule
 
     def sort(self) -> "Advice":
         self.findings.sort(key=lambda f: -(f.expected_gain_pct if f.expected_gain_pct is not None else -1.0))

@@ -30,10 +30,13 @@ def exposed_reduce(ev: ModelEvidence) -> list[Finding]:
     e = float(exposed) / ev.total_us
     if e < MIN_EXPOSED_SHARE:
         return []
+    # One rank of several, read alone: its Reduce may be the wait for a slower rank (ranks.py tells them apart).
+    alone = (f" (rank {ev.info.rank_id} of {ev.info.rank_size}, read alone: part of this may be the wait for a slower "
+             "rank; `npu-tf-prof advise` on the job's output folder tells the wait apart)") if (ev.info.rank_size or 1) > 1 else ""
     return [Finding("all-reduce not overlapped", "collective grouping/packing",
                     {"exposed_reduce_pct": pct(e), "reduce_share_pct": pct(ev.summary.shares.get("Reduce"))},
                     "let the all-reduce overlap the backward pass: tf.distribute.experimental.CommunicationOptions("
                     "bytes_per_pack=32 * 1024 * 1024) in MultiWorkerMirroredStrategy(communication_options=...); "
-                    "npu_bridge: set_split_strategy_by_size / by_idx",
+                    "npu_bridge: set_split_strategy_by_size / by_idx" + alone,
                     unknown_where("the strategy's line is not recorded"), pct(e * (1 - 1 / PACKS)),
                     f"e * (1 - 1/K), e = {e:.3f} (Reduce after BP End), K = {PACKS} packs", LOW)]

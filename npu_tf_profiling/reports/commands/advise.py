@@ -14,8 +14,11 @@ import sys
 from pathlib import Path
 
 from npu_tf_profiling.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-from npu_tf_profiling.reports.advise.engine import advise_prof_dir, slow_rank
+from npu_tf_profiling.reports.advise.engine import advise_data
 from npu_tf_profiling.reports.advise.findings import JSON_SCHEMA, Advice
+from npu_tf_profiling.reports.advise.ranks import job_advice
+from npu_tf_profiling.reports.cluster.step_table import rank_rows
+from npu_tf_profiling.reports.prof_dir import load_prof_dir
 from npu_tf_profiling.reports.commands.common import for_each_prof_dir
 
 PROG = "npu-tf-prof advise"
@@ -34,10 +37,18 @@ def run(args: argparse.Namespace) -> int:
     if args.path is None:
         sys.stderr.write(f"{PROG}: error: PROF_DIR is required\n")
         return EXIT_BAD_INPUT
-    code, advices = for_each_prof_dir(PROG, args.path, lambda prof_dir: advise_prof_dir(prof_dir))
-    slow = slow_rank(advices)
-    if slow is not None:
-        advices.append(Advice(str(Path(args.path)), [slow]))
+    rows = []  # each folder's rows of the cluster step table: the slow rank is the job's, found across them
+
+    def advise_one(prof_dir: Path) -> Advice:
+        data = load_prof_dir(prof_dir)
+        advice = advise_data(data)
+        rows.append(rank_rows(data.table))
+        return advice
+
+    code, advices = for_each_prof_dir(PROG, args.path, advise_one)
+    job = job_advice(str(Path(args.path)), advices, rows)
+    if job is not None:
+        advices.insert(0, job)  # the job's finding first: while one rank holds the others up, it is the one that counts
     if args.json:
         if advices or code == EXIT_OK:
             sys.stdout.write(json.dumps([a.to_dict() for a in advices], indent=2) + "\n")
