@@ -5,7 +5,9 @@ markers in place whether profiling is on or not, so a call while off must cost n
 could measure: it is one check of a module flag (``_on``) and a return. While on, a call takes
 the time (epoch µs, the clock the step trace uses), the thread and the message, and appends
 one tuple to a deque (thread-safe, no lock); the runtime drains the deque into ``mstx.jsonl``
-(``raw_format.layout``) in batches, so no call ever waits for the disk.
+(``raw_format.layout``) in batches, so no call ever waits for the disk. torch_npu's domain filters
+(``mstx_domain_include`` / ``mstx_domain_exclude``) drop a filtered marker at the call, as cheaply: one
+set lookup, and a filtered ``range_start`` returns 0 like a call while off.
 
 Usage::
 
@@ -36,6 +38,8 @@ KIND_RANGE = "range"
 Record = tuple[str, str, str, int, float, float]
 
 _on = False
+_only: Optional[frozenset[str]] = None  # mstx_domain_include: the only domains recorded (None: all)
+_left_out: frozenset[str] = frozenset()  # mstx_domain_exclude
 _records: deque[Record] = deque()
 _open_ranges: dict[int, tuple[str, str, int, float]] = {}
 _range_ids = itertools.count(1)
@@ -45,16 +49,23 @@ def mark(message: str, domain: Optional[str] = None) -> None:
     """An instant marker: ``message`` at this moment, on this thread."""
     if not _on:
         return
+    domain = domain or DEFAULT_DOMAIN
+    if domain in _left_out or (_only is not None and domain not in _only):
+        return
     now = time.time_ns() / 1000.0
-    _records.append((KIND_MARK, str(message), domain or DEFAULT_DOMAIN, threading.get_ident(), now, now))
+    _records.append((KIND_MARK, str(message), domain, threading.get_ident(), now, now))
 
 
 def range_start(message: str, domain: Optional[str] = None) -> int:
-    """Open a range; returns its id for ``range_end`` (0 while markers are off: ``range_end(0)`` does nothing)."""
+    """Open a range; returns its id for ``range_end`` (0 while markers are off or its domain is filtered out:
+    ``range_end(0)`` does nothing)."""
     if not _on:
         return 0
+    domain = domain or DEFAULT_DOMAIN
+    if domain in _left_out or (_only is not None and domain not in _only):
+        return 0
     range_id = next(_range_ids)
-    _open_ranges[range_id] = (str(message), domain or DEFAULT_DOMAIN, threading.get_ident(), time.time_ns() / 1000.0)
+    _open_ranges[range_id] = (str(message), domain, threading.get_ident(), time.time_ns() / 1000.0)
     return range_id
 
 
@@ -86,8 +97,10 @@ class mstx_range(contextlib.ContextDecorator):  # torch_npu's spelling
 
 
 # ----- for the runtime (runtime/host/collection.py) -----------------------------------------------
-def enable_recording() -> None:
-    global _on
+def enable_recording(only: Optional[frozenset[str]] = None, left_out: frozenset[str] = frozenset()) -> None:
+    """Record from now on: the domains in `only` (None: every domain) but those in `left_out`."""
+    global _on, _only, _left_out
+    _only, _left_out = only, left_out
     _on = True
 
 

@@ -76,6 +76,33 @@ def test_profile_memory_takes_the_peers_bool_and_mstx_is_msproftx() -> None:
         ProfilingOptions.parse({"msproftx": "on", "mstx": "off"})
 
 
+def test_mstx_domain_filters_take_torch_npus_forms_and_rules() -> None:
+    on = {"msproftx": "on"}
+    assert ProfilingOptions.parse({**on, "mstx_domain_include": ["input", "default"]}).mstx_domain_include == ("input", "default")
+    assert ProfilingOptions.parse({**on, "mstx_domain_exclude": "a, b"}).mstx_domains() == (None, frozenset({"a", "b"}))
+    both = ProfilingOptions.parse({"mstx": "on", "mstx_domain_include": ["a"], "mstx_domain_exclude": ["b"]})
+    assert both.mstx_domains() == (frozenset({"a"}), frozenset()) and any("mstx_domain_exclude is ignored" in n for n in both.notes)
+    for bad in ([], [""], [3], "", {"a": 1}):
+        with pytest.raises(ProfilingOptionsError, match="option 'mstx_domain_include': invalid value .*domain names"):
+            ProfilingOptions.parse({**on, "mstx_domain_include": bad})
+    with pytest.raises(ProfilingOptionsError, match="'mstx_domain_exclude' filters the mstx markers by domain, but"):
+        ProfilingOptions.parse({"mstx_domain_exclude": ["a"]})
+
+
+def test_a_filtered_domain_records_nothing_and_its_range_is_0(tmp_path: Path) -> None:
+    options = ProfilingOptions.parse({"training_trace": "on", "mstx": "on", "mstx_domain_include": ["input"]})
+    collection = HostCollection(options, tmp_path, 0, StorageBudget(None), "CPU", lambda note: None)
+    try:
+        mstx.mark("dropped")  # the default domain
+        assert mstx.range_start("dropped too", domain="eval") == 0
+        mstx.range_end(mstx.range_start("kept", domain="input"))
+        mstx.mark("kept mark", domain="input")
+    finally:
+        collection.close()
+    assert [(m.kind, m.message, m.domain) for m in read_markers(layout.device_dir(tmp_path, 0))] == [
+        ("range", "kept", "input"), ("mark", "kept mark", "input")]
+
+
 def test_switches_off_start_nothing_and_markers_cost_a_flag_check(tmp_path: Path) -> None:
     before = threading.active_count()
     collection = HostCollection(ProfilingOptions.parse({"training_trace": "on"}), tmp_path, 0, StorageBudget(None), "CPU",

@@ -26,6 +26,9 @@ TABLE: dict[str, tuple[list, list]] = {
     "aiv_metrics": (["Memory", "Custom:0xff"], ["Bogus"]),
     "l2": (["on", "off"], ["1"]),
     "msproftx": (["on", "off"], ["maybe"]),
+    # The domain filters need msproftx on (tests/test_host_switches.py parses the good values with it).
+    "mstx_domain_include": ([], [[], [""], [3], "", {"a": 1}, True]),
+    "mstx_domain_exclude": ([], [[], ["\x00"], None, 7]),
     "runtime_api": (["on", "off"], [None]),
     "instr_profiling": (["on", "off"], ["l0"]),
     "ge_api": (["off", "l0", "l1"], ["on", "l2"]),

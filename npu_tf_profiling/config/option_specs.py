@@ -89,6 +89,16 @@ def export_type(key: str, value: Any) -> str:
     return ",".join(t for t in EXPORT_TYPES if t in chosen)
 
 
+def domain_list(key: str, value: Any) -> tuple[str, ...]:
+    """torch_npu's ``mstx_domain_include`` / ``mstx_domain_exclude``: domain names, as a JSON list (torch_npu's
+    List) or a comma-separated text; "default" is the domain of a marker given none."""
+    items = value if isinstance(value, list) else value.split(",") if isinstance(value, str) else None
+    expected = 'domain names: a list of strings, e.g. ["default", "input"], or "default,input"'
+    if not items or not all(isinstance(item, str) and item.strip() and not _unprintable(item) for item in items):
+        raise _fail(key, value, expected)
+    return tuple(dict.fromkeys(item.strip() for item in items))
+
+
 def _unprintable(value: str) -> str | None:
     """What makes a name unusable: control characters (NUL, ESC, newline...) or lone surrogates (not valid Unicode)."""
     controls = sorted({repr(c) for c in value if unicodedata.category(c) == "Cc"})
@@ -176,6 +186,8 @@ SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("aiv_metrics", aic_metrics, False, "AI Vector core hardware counters"),
     OptionSpec("l2", choice(*ON_OFF), False, "L2 cache sampling"),
     OptionSpec("msproftx", choice(*ON_OFF), True, "msproftx user markers (npu_tf_profiling.mstx; also spelled mstx)"),
+    OptionSpec("mstx_domain_include", domain_list, True, "torch_npu's: record only the markers of these domains"),
+    OptionSpec("mstx_domain_exclude", domain_list, True, "torch_npu's: record the markers of every domain but these"),
     OptionSpec("runtime_api", choice(*ON_OFF), False, "runtime API trace"),
     OptionSpec("instr_profiling", choice(*ON_OFF), False, "instruction profiling"),
     OptionSpec("ge_api", choice("off", "l0", "l1"), False, "graph-engine API trace"),

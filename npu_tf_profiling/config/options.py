@@ -30,6 +30,18 @@ from npu_tf_profiling.config.option_specs import (
 _KNOWN_SPELLINGS = sorted(set(SPEC_BY_KEY) | set(ALIASES) | set(LEGACY_KEYS))
 
 
+def check_mstx_domains(values: Mapping[str, Any]) -> list[str]:
+    """The domain filters act on markers: without msproftx (mstx) on they would filter nothing, so that is refused
+    now; given both, torch_npu keeps include and drops exclude, and so do we, saying so."""
+    given = [key for key in ("mstx_domain_include", "mstx_domain_exclude") if values.get(key) is not None]
+    if given and values.get("msproftx") != "on":
+        raise ProfilingOptionsError(f"option '{given[0]}' filters the mstx markers by domain, but \"msproftx\" (\"mstx\") "
+                                    f"is not \"on\": turn the markers on, or remove '{given[0]}'")
+    if len(given) == 2:
+        return ["mstx_domain_exclude is ignored: mstx_domain_include is given too, and wins (torch_npu's rule)"]
+    return []
+
+
 @dataclass(frozen=True)
 class ProfilingOptions:
     """Every profiling_options key; None means "not given" (so `to_json` round-trips exactly).
@@ -52,6 +64,9 @@ class ProfilingOptions:
     aiv_metrics: str | None = None
     l2: str | None = None
     msproftx: str | None = None
+    # torch_npu's domain filters of the markers (names; include wins when both are given).
+    mstx_domain_include: tuple[str, ...] | None = None
+    mstx_domain_exclude: tuple[str, ...] | None = None
     runtime_api: str | None = None
     instr_profiling: str | None = None
     ge_api: str | None = None
@@ -162,9 +177,16 @@ class ProfilingOptions:
         try:
             check_window_keys(values)
             check_needs_training_trace(values)
+            notes.extend(check_mstx_domains(values))
         except ProfilingOptionsError as exc:
             raise ProfilingOptionsError(f"{origin}: {exc}") from None
         return cls(**values, notes=tuple(notes))
+
+    def mstx_domains(self) -> tuple[frozenset[str] | None, frozenset[str]]:
+        """(the only domains recorded, or None: all; the domains left out), torch_npu's way: include wins."""
+        if self.mstx_domain_include is not None:
+            return frozenset(self.mstx_domain_include), frozenset()
+        return None, frozenset(self.mstx_domain_exclude or ())
 
     # ----- views --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -91,7 +91,7 @@ class HostCollection:
                 if _mstx_owner is not None:
                     _mstx_owner.flush()
                 _mstx_owner = self
-            mstx.enable_recording()
+            mstx.enable_recording(*options.mstx_domains())
             self._mstx_thread = threading.Thread(target=self._flush_markers_every_second, daemon=True,
                                                  name="npu_tf_profiling mstx writer")
             self._mstx_thread.start()
