@@ -22,10 +22,14 @@ still touch and no rounding creates an overlap. The exact nanosecond values
 are in ``task_time_<ts>.csv``.
 
 Size budget: viewers choke on big JSON (Chrome tracing fails above roughly
-256-800 MB), so the events are written into numbered files
-``msprof_<ts>_1.json``, ``msprof_<ts>_2.json``... of at most
-``budget_bytes`` each (default 200 MiB) when one file would be larger. Each
-file is a complete trace (its own process/thread-name metadata). The step
+256-800 MB), so the events are written into CANN's slices
+``msprof_slice_0_<ts>.json``, ``msprof_slice_1_<ts>.json``... (the names and
+the 200 MiB default of ``encoders.trace_slices``) of at most ``budget_bytes``
+each when one file would be larger. Each file is a complete trace (its own
+process/thread-name metadata). Unlike the step-trace timeline, whose slices
+hold whole iterations of every track, this one streams: events arrive device
+by device (each device's task table is built, written and dropped in turn), so
+a slice holds a stretch of one device's tasks. The step
 trace's spans are written first, then each device's tasks in time order, so a
 part holds whole devices' stretches, not a time range across devices. Nothing is dropped: the writer returns how many events went where, and
 the report prints a line when it split.
@@ -43,11 +47,12 @@ import pandas as pd
 from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.encoders import chrome_trace
+from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES, MIN_SLICE_BYTES, existing_slices, slice_name
 from npu_tf_profiling.reports.task.classify import TASK_TYPES
 from npu_tf_profiling.reports.task.table import TaskTable
 
 MSPROF_STEM = "msprof"
-DEFAULT_BUDGET_BYTES = 200 * 1024 * 1024
+DEFAULT_BUDGET_BYTES = DEFAULT_SLICE_BYTES
 TASK_CATEGORY = "Task"
 # Task events formatted per batch (bounds the memory held while writing millions of events).
 EVENT_BATCH = 100_000
@@ -86,8 +91,8 @@ class SplitTimelineWriter:
     """
 
     def __init__(self, out_dir: Path, timestamp: str, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
-        if budget_bytes < 64 * 1024:
-            raise ValueError(f"timeline budget {budget_bytes} bytes is too small (minimum 64 KiB)")
+        if budget_bytes < MIN_SLICE_BYTES:
+            raise ValueError(f"timeline budget {budget_bytes} bytes is too small (minimum {MIN_SLICE_BYTES} bytes)")
         self.out_dir = Path(out_dir)
         self.timestamp = timestamp
         self.budget = budget_bytes
@@ -177,16 +182,15 @@ class SplitTimelineWriter:
             self._open()
         if self._handle is not None:
             self._close()
+        whole = self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json"
         n = len(self._parts)
-        if n == 1:
-            finals = [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json"]
-        else:
-            finals = [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}_{i}.json" for i in range(1, n + 1)]
+        finals = [whole] if n == 1 else [self.out_dir / slice_name(MSPROF_STEM, i, self.timestamp) for i in range(n)]
         for part, final in zip(self._parts, finals):
             part.commit(final)
         keep = set(finals)
-        for stale in [self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json", *self.out_dir.glob(f"{MSPROF_STEM}_{self.timestamp}_*.json")]:
-            if stale not in keep and _is_part_name(stale.name, self.timestamp):
+        earlier = [p for p in self.out_dir.glob(f"{MSPROF_STEM}_{self.timestamp}_*.json") if _is_earlier_part(p.name, self.timestamp)]
+        for stale in [whole, *existing_slices(self.out_dir, MSPROF_STEM, self.timestamp), *earlier]:
+            if stale not in keep and stale.exists():
                 own_files.remove(stale)
         return TimelineParts(paths=finals, events=list(self._counts), budget_bytes=self.budget)
 
@@ -196,11 +200,10 @@ class SplitTimelineWriter:
             part.abort()
 
 
-def _is_part_name(name: str, timestamp: str) -> bool:
-    stem = f"{MSPROF_STEM}_{timestamp}"
-    if name == f"{stem}.json":
-        return True
-    return name.startswith(f"{stem}_") and name.endswith(".json") and name[len(stem) + 1 : -5].isdigit()
+def _is_earlier_part(name: str, timestamp: str) -> bool:
+    """``msprof_<ts>_<n>.json``: a part as versions before CANN's slice names wrote it (stale once rewritten)."""
+    stem = f"{MSPROF_STEM}_{timestamp}_"
+    return name.startswith(stem) and name.endswith(".json") and name[len(stem):-5].isdigit()
 
 
 # ----- step trace events ---------------------------------------------------------------------------
