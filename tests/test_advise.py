@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from npu_tf_profiling.cli import main
@@ -16,7 +17,7 @@ from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.host_samples import encode_gc_pause, encode_samples, encode_stack
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, OTHER_RUN, CallSite, encode_call_sites
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
-from npu_tf_profiling.reports.advise.engine import advise_prof_dir
+from npu_tf_profiling.reports.advise.engine import advise_prof_dir, summary_with_top_finding
 from npu_tf_profiling.reports.advise.findings import JSON_SCHEMA
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.testing.step_synthetic import T0_US, StepPlan, write_step_prof_dir
@@ -217,3 +218,28 @@ def test_the_other_rules_from_recorded_sites_and_runs_on_synthetic_rows(tmp_path
     assert found["tf.function retraces"]["expected_gain_pct"] == pytest.approx(100 * 200.0 / 19000.0, abs=0.05)
     assert found["eager ops between steps"]["where"] == f"{file}:9"
     assert "all-reduce not overlapped" not in found  # the reduce ends inside FP to BP: overlapped
+
+
+def test_each_slow_stretch_gets_the_advice_of_its_own_iterations(tmp_path: Path, capsys) -> None:
+    """40 iterations of 1,000 µs; in iterations 21-23 (anomaly_capture's stretch) an evaluation run of 29 ms sits
+    between the steps, called from /u/train.py:77: the stretch's advice names that run and its line, with the gain
+    as a share of the stretch's own iteration time (30 of 31 ms: 29 ms of runs, 1 of the rest)."""
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=40, gap_spikes={k: 29_000.0 for k in (20, 21, 22)}))
+    device = layout.device_dir(prof, 0)
+    device.joinpath(layout.INFO_FILE).write_text(json.dumps({"device_id": 0, layout.K_OTHER_RUNS_RECORDED: True}))
+    ends = T0_US + np.cumsum([1000.0 + (29_000.0 if k in (20, 21, 22) else 0.0) for k in range(40)])
+    runs = [(ends[k - 1] + 50.0, ends[k - 1] + 29_050.0, "evaluation") for k in (20, 21, 22)]  # in the gap before 21..23
+    (device / layout.DATA_DIR / layout.OTHER_RUNS_FILE).write_bytes(b"".join(encode_other_run(*r, None) for r in runs))
+    site = CallSite(OTHER_RUN, "/u/train.py", 77, "<module>", {"kind": "evaluation", "name": None})
+    (device / layout.DATA_DIR / CALL_SITES_FILE).write_text(json.dumps(encode_call_sites([site], 8)))
+    (device / layout.DATA_DIR / layout.ANOMALIES_FILE).write_text(json.dumps(
+        {"kind": "anomaly", "model_id": 1, "first_slow": 21, "last_slow": 23, "factor": 30.0, "baseline_us": 1000.0,
+         "captured": [], "persisted": True}) + "\n")
+    (entry,) = summary_with_top_finding(prof).anomalies
+    top = entry["advice"][0]
+    assert (top["rule"], top["where"]) == ("evaluation between steps", "/u/train.py:77"), entry["advice"]
+    assert top["expected_gain_pct"] == pytest.approx(100 * 29.0 / 30.0, abs=1.0)
+    assert main(["summary", str(prof)]) == 0
+    assert "advice on these iterations: [evaluation between steps]" in capsys.readouterr().out
+    assert main(["advise", str(prof)]) == 0
+    assert "the slow stretch at iterations 21..23 (anomaly_capture): [evaluation between steps]" in capsys.readouterr().out

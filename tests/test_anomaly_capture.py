@@ -29,6 +29,7 @@ import pytest
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
+from npu_tf_profiling.reports.advise.engine import summary_with_top_finding
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
 from npu_tf_profiling.testing.cluster_synthetic import ClusterPlan, write_cluster
@@ -119,6 +120,9 @@ def test_the_regime_is_captured_and_its_ops_are_what_changed(jobs: dict, mode: s
     # The planted ops are most of what changed; an op the load slowed (IteratorGetNext waiting 10 ms) may be named too.
     planted = sum(op["us_per_iteration"] - op["reference_us_per_iteration"] for op in changed if "slow_regime/" in op["name"])
     assert planted >= 0.9 * sum(op["us_per_iteration"] - op["reference_us_per_iteration"] for op in changed), changed
+    # The advisor on the regime's own iterations: its time is inside the step (FP to BP), which no knob rule claims.
+    (advised,) = [a for a in summary_with_top_finding(only_prof_dir(jobs[mode])).anomalies if a["first_slow"] == regime["first_slow"]]
+    assert all((f["expected_gain_pct"] or 0.0) < 10.0 for f in advised["advice"]), advised["advice"]
 
 
 @pytest.mark.parametrize("mode", ["tf1", "tf2"])

@@ -28,6 +28,7 @@ CHANGED_RATIO = 2.0  # an op at least this many times longer per iteration than 
 CHANGED_FLOOR_US = 20.0  # nor less than this added per iteration: below it, a kernel's time is timer noise
 CHANGED_SHARE = 0.005  # nor less than this share of the slowdown
 CHANGED_SHOWN = 10
+ADVICE_SHOWN = 3
 
 
 def read_anomaly_lines(device_dir: Path) -> list[dict[str, Any]]:
@@ -134,4 +135,6 @@ def render_anomaly(entry: dict[str, Any]) -> list[str]:
     for op in entry.get("changed") or []:
         was = "not run in the reference" if op["new"] else f"{op['reference_us_per_iteration']} us in the reference"
         lines.append(f"  changed: {op['name']} ({op['op_type']}) {op['us_per_iteration']} us per iteration, {was}")
+    for finding in (entry.get("advice") or [])[:ADVICE_SHOWN]:  # `advise`'s rules on the stretch (advise.engine)
+        lines.append(f"  advice on these iterations: {finding['headline']}")
     return lines

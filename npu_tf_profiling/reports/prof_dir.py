@@ -59,6 +59,16 @@ class ProfData:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=object)
 
 
+def rows_of(data: ProfData, mask: np.ndarray) -> ProfData:
+    """The same folder with only the table's rows in ``mask`` (the advisor on one slow stretch); the per-row facts
+    (task-traced, retraced) are the whole folder's, masked alike, so a row keeps what its neighbours made it."""
+    table = st.StepTraceTable(data.table.frame[mask], data.table.n_reduce, data.table.has_previous[mask])
+    part = ProfData(data.prof_dir, data.devices, table)
+    traced, disturbed = data.task_traced
+    part.__dict__.update(task_traced=(traced[mask], disturbed[mask]), retraced=data.retraced[mask])  # the cached properties
+    return part
+
+
 def _with_rows(devices: list[raw_mod.DeviceRaw]) -> list[raw_mod.DeviceRaw]:
     """The devices with iteration records, in folder order: the ones ``ProfData.table`` holds, in its row order."""
     return [d for d in devices if d.trace is not None and not d.trace.frame.empty]

@@ -102,7 +102,7 @@ def _runs(device_dir: Path) -> tuple[tuple[int, float], tuple[np.ndarray, np.nda
 
 def model_evidence(data: ProfData) -> list[ModelEvidence]:
     """One ModelEvidence per (device, model) with steady statistics, in the summary's order."""
-    summary = summarize_prof_data(data)
+    summary = summarize_prof_data(data, with_anomalies=False)
     frame = annotated(data) if summary.models else None  # the summary's basis: retraced iterations left out
     devices = {d.device_id: d for d in data.devices}
     cache: dict[int, tuple[CallSites, HostTruth, tuple[tuple[int, float], tuple[np.ndarray, np.ndarray]]]] = {}

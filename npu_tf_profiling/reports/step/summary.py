@@ -323,7 +323,9 @@ def summarize_table(table: st.StepTraceTable, task_traced: Optional[tuple[np.nda
     return out
 
 
-def summarize_prof_data(data: ProfData) -> ProfSummary:
+def summarize_prof_data(data: ProfData, with_anomalies: bool = True) -> ProfSummary:
+    """The folder's summary; ``with_anomalies=False`` leaves out anomaly_capture's entries (their task tables), which
+    the advisor's statistics do not read."""
     models = summarize_table(data.table, data.task_traced, data.retraced)
     infos = {d.device_id: d.info for d in data.devices}
     dirs = {d.device_id: d.device_dir for d in data.devices}
@@ -345,7 +347,8 @@ def summarize_prof_data(data: ProfData) -> ProfSummary:
             _apply_host_time(m, dirs[m.device_id], info, frame, runs)
         if m.device_id in dirs:
             m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
-    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines, anomalies=anomalies_of(data))
+    return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines,
+                       anomalies=anomalies_of(data) if with_anomalies else [])
 
 
 def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Optional[dict[str, Any]] = None) -> None:

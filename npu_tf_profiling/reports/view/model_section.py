@@ -13,7 +13,7 @@ import numpy as np
 
 from npu_tf_profiling.reports.anomalies import render_anomaly
 from npu_tf_profiling.reports.prof_dir import ProfData
-from npu_tf_profiling.reports.advise.engine import top_finding_line
+from npu_tf_profiling.reports.advise.engine import top_finding_line, with_capture_advice
 from npu_tf_profiling.reports.step import summary as sm
 from npu_tf_profiling.reports.step.between import load_other_runs, row_causes
 from npu_tf_profiling.reports.step import table as st
@@ -37,7 +37,7 @@ MAX_NAMED_ABOVE = 3
 def add_prof_dir(page: Page, data: ProfData, tasks: dict[int, TaskTable], heading: Optional[str] = None) -> None:
     """Every (device, model) of ``data``; ``tasks``: device id -> its task table (task-traced devices only)."""
     page.heading(2, heading or str(data.prof_dir))
-    summary = sm.summarize_prof_data(data)
+    summary = with_capture_advice(sm.summarize_prof_data(data), data)
     if summary.skipped_lines:
         page.paragraph(f"{summary.skipped_lines} unreadable raw line(s) skipped (torn or corrupt).", "note")
     advice = top_finding_line(data)  # `npu-tf-prof advise`'s best finding heads the folder's charts
