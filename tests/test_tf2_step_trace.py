@@ -88,10 +88,17 @@ def _getnext_rows(style: str, function: str, rows: list[dict[str, str]]) -> list
     return [not no_read or (style == "gan" and function.endswith("discriminator_step"))] * len(rows)
 
 
+# Keras fit runs with the host switches on too: the same rows and weights, and each switch's files.
+HOST_SWITCHES = {"with_stack": True, "gc_detect_threshold": 0, "host_sys": "cpu,mem", "profile_memory": True, "mstx": "on"}
+SWITCHED_STYLE = "fit"
+
+
 @pytest.mark.parametrize("style", sorted(STYLES))
 def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, style: str, tf2_plain_runs: InBackground) -> None:
     models, per_model, reduce_pairs = STYLES[style]
-    profiled, _, plain = train_with_plain(style, tmp_path, tf2_plain_runs)
+    switches = HOST_SWITCHES if style == SWITCHED_STYLE else {}
+    options = {"output": str(tmp_path), "training_trace": "on", **switches}
+    profiled, _, plain = train_with_plain(style, tmp_path, tf2_plain_runs, options=options)
     assert profiled["weights"] == plain["weights"] and profiled["loss"] == plain["loss"]
     header, rows = step_trace_rows(tmp_path)
     grouped = rows_by_model(rows)
@@ -127,6 +134,13 @@ def test_each_style_is_traced_row_per_step_and_bit_identical(tmp_path: Path, sty
     assert info["source"] == "env" and len(info["models"]) == models
     # Backprop's last gradient, or (all-reduces) the pack the last all-reduce reads.
     assert all(model["bp"].startswith("gradient_tape/") or "concat" in model["bp"] for model in info["models"].values())
+    if switches:  # every GC pause (threshold 0) and the stacks, the host usage, the peaks per step, one timeline
+        report = only_prof_dir(tmp_path) / "mindstudio_profiler_output"
+        for pattern in ("host_stacks_*.folded", "gc_pauses_*.csv", "host_cpu_usage_*.csv", "host_mem_usage_*.csv",
+                        "step_memory_*.csv", "host_trace_*.json"):
+            assert len(list(report.glob(pattern))) == 1, pattern
+        (memory,) = report.glob("step_memory_*.csv")
+        assert len(memory.read_text().splitlines()) == 1 + per_model
 
 
 def test_the_python_entry_takes_precedence_over_the_env_vars(tmp_path: Path) -> None:
