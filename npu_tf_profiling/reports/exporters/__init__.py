@@ -34,6 +34,7 @@ class Exporter:
     name: str
     export_type: Optional[str]  # "text" or "db": written only when chosen; None: always asked (decides inside)
     write: Callable[[ExportJob, ReportPaths], None]
+    beside: bool = False  # written on a second thread while the others are: it waits mostly outside the GIL
 
     def wanted(self, job: ExportJob) -> bool:
         return self.export_type is None or self.export_type in job.exports
