@@ -243,3 +243,21 @@ def test_each_slow_stretch_gets_the_advice_of_its_own_iterations(tmp_path: Path,
     assert "advice on these iterations: [evaluation between steps]" in capsys.readouterr().out
     assert main(["advise", str(prof)]) == 0
     assert "the slow stretch at iterations 21..23 (anomaly_capture): [evaluation between steps]" in capsys.readouterr().out
+
+
+def test_a_parallelism_gain_is_at_most_the_idle_cores_share(tmp_path: Path) -> None:
+    """GetNext 300 µs of 1,000 (g = 0.3), a serial map, no prefetch, 4 free cores: the formula says 0.3 - max(0,
+    0.3/4 - 0.7) = 30%; the process kept 3.6 of its 4 cores busy while the iterations ran, so at most 1 - 3.6/4 = 10%."""
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=20, data_aug=400.0, get_next=300.0, fp_bp=400.0,
+                                                  reduce_offset=0.0, reduce=100.0))
+    script = tmp_path / "train.py"
+    script.write_text("ds = tf.data.Dataset.range(9)\nds = ds.map(parse)\nds = ds.batch(32)\n")
+    _sites(prof, [CallSite("Dataset.map", str(script), 2, "<module>", {"num_parallel_calls": None}),
+                  CallSite("Dataset.batch", str(script), 3, "<module>", {})])
+    assert _by_rule(prof)["tf.data parallelism"]["expected_gain_pct"] == 30.0
+    info = layout.device_dir(prof, 0) / layout.INFO_FILE
+    cpu = {"first_us": T0_US, "first_cpu_s": 10.0, "last_us": T0_US + 2e6, "last_cpu_s": 17.2, "cores": 4}
+    info.write_text(json.dumps({**json.loads(info.read_text()), "process_cpu": cpu}))
+    capped = _by_rule(prof)["tf.data parallelism"]
+    assert capped["expected_gain_pct"] == 10.0 and capped["evidence"]["busy_cores"] == 3.6
+    assert "at most 1 - B/N = 0.100" in capped["gain_formula"]

@@ -35,6 +35,16 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+MIN_CPU_SPAN_US = 1e6  # a shorter span says little about the steady iterations (the first batch comes ~0.5 s in)
+_CPU_KEYS = ("first_us", "first_cpu_s", "last_us", "last_cpu_s", "cores")
+
+
+def _process_cpu(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, Mapping) or any(_time(value.get(k)) is None for k in _CPU_KEYS) or _time(value["cores"]) < 1:
+        return None
+    return {k: value[k] for k in _CPU_KEYS}
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
@@ -62,12 +72,15 @@ class RunInfo:
     other_runs: dict[str, Any] = field(default_factory=dict)  # kind -> {"count": n, "time_us": t}
     env_ignored: dict[str, Any] | None = None  # {"variables": {...}, "reason": ...} when a request beat the env vars
     closed_us: float | None = None  # when the job closed the folder (absent while it runs, or if it was killed)
+    # The process's CPU while iterations were recorded: {"first_us", "first_cpu_s", "last_us", "last_cpu_s", "cores"}
+    # (epoch µs and process CPU seconds at the first and latest batch of training records; the cores it may use).
+    process_cpu: dict[str, Any] | None = None
     version: int = RUN_INFO_VERSION
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object info.json holds (`env_ignored` and `closed_us` only when set)."""
         data = dataclasses.asdict(self)
-        for key in ("env_ignored", K_CLOSED):
+        for key in ("env_ignored", K_CLOSED, "process_cpu"):
             if data[key] is None:
                 del data[key]
         return data
@@ -98,8 +111,16 @@ class RunInfo:
             other_runs=_dict(data.get(K_OTHER_RUNS)),
             env_ignored=dict(env_ignored) if isinstance(env_ignored, Mapping) else None,
             closed_us=_time(data.get(K_CLOSED)),
+            process_cpu=_process_cpu(data.get("process_cpu")),
             version=_int(data.get("version")) or _UNVERSIONED,
         )
+
+    def busy_cores(self) -> tuple[float, int] | None:
+        """(the cores the process kept busy on average while iterations were recorded, the cores it may use)."""
+        cpu = self.process_cpu
+        if cpu is None or cpu["last_us"] - cpu["first_us"] < MIN_CPU_SPAN_US:
+            return None
+        return (cpu["last_cpu_s"] - cpu["first_cpu_s"]) / ((cpu["last_us"] - cpu["first_us"]) / 1e6), int(cpu["cores"])
 
     def option(self, key: str) -> Any:
         """The option `key` the run was profiled with (None when info.json does not say)."""

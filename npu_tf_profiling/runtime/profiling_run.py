@@ -75,6 +75,8 @@ class ProfilingRun:
         self._others = AppendOnlyWriter(layout.other_runs_path(self.prof_dir, self.device_id), self._budget)
         self._anomalies = AppendOnlyWriter(layout.anomalies_path(self.prof_dir, self.device_id), self._budget)
         self._closed_us: int | None = None
+        self._cpu_first: tuple[float, float] | None = None  # (epoch µs, process CPU s) at the first trace batch
+        self._cpu_last: tuple[float, float] | None = None
         for writer in self._writers:
             writer.on_recreated = self._write_info  # info.json went with the folder a deletion took
         self._write_info()
@@ -120,8 +122,15 @@ class ProfilingRun:
             self._write_info()
 
     def record_trace_frame(self, frame: bytes) -> None:
-        """A batch of training_trace records, already encoded (`raw_format.training_frame`)."""
+        """A batch of training_trace records, already encoded (`raw_format.training_frame`).
+
+        Also the process's CPU clock at the first batch and at the latest (two clock reads a drain, off the
+        training thread): `advise` bounds what more parallelism can gain by the cores left idle."""
         self._trace.append(frame)
+        now = (time.time() * 1e6, time.process_time())
+        if self._cpu_first is None:
+            self._cpu_first = now
+        self._cpu_last = now
 
     def record_tasks(self, model: ModelEntry, run: int, step: int | None, step_stats: bytes, run_start_us: float, run_end_us: float) -> None:
         """One task_trace record: the raw StepStats of iteration `run`."""
@@ -207,6 +216,7 @@ class ProfilingRun:
             other_runs_recorded=True,
             other_runs={kind: dict(value) for kind, value in self._other_totals.items()},
             closed_us=self._closed_us,  # `watch` tells a finished job from a running or killed one by it
+            process_cpu=self._process_cpu(),
             env_ignored={"variables": dict(ignored), "reason": ignored_env_note(ignored, self.resolution.source)} if ignored else None,
         )
         path = layout.device_dir(self.prof_dir, self.device_id) / layout.INFO_FILE
@@ -214,6 +224,13 @@ class ProfilingRun:
             atomic_write_json(path, info.to_json())
         except OSError as exc:
             warnings.warn(f"npu_tf_profiling: cannot write {path}: {exc}", RuntimeWarning, stacklevel=2)
+
+    def _process_cpu(self) -> dict[str, Any] | None:
+        first, last = self._cpu_first, self._cpu_last
+        if first is None or last is None or last[0] <= first[0]:
+            return None
+        return {"first_us": round(first[0], 1), "first_cpu_s": round(first[1], 4), "last_us": round(last[0], 1),
+                "last_cpu_s": round(last[1], 4), "cores": _usable_cores()}
 
     def _announce(self) -> None:
         """One note per key the user set that nothing collects here (the default set's are not theirs)."""
@@ -259,6 +276,14 @@ class ProfilingRun:
         with self._lock:
             self._closed_us = int(time.time() * 1e6)
             self._write_info()  # the other runs' totals as they ended, and closed_us
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity: a container's or taskset's share), else the host's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _task_header(model: ModelEntry, run: int, step: int | None, run_start_us: float, run_end_us: float) -> dict[str, Any]:
