@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
+import threading
 import warnings
 from pathlib import Path
 
@@ -235,6 +236,23 @@ def test_a_failure_in_the_msprof_layout_costs_only_a_warning(tmp_path):
         written = write_all_reports(prof)
     assert [p.suffix for p in written] == [".csv", ".json"]  # our step trace is written all the same
     assert any("msprof-analyze layout not written" in str(w.message) for w in caught)
+
+
+def test_the_layout_beside_the_others_is_the_same_when_no_thread_can_start(tmp_path, monkeypatch):
+    """The ranks' folders are written on a second thread; where none can start (an interpreter shutting down,
+    Python 3.12+), one after another: the same files and notes, in the same order."""
+    write_cluster(tmp_path, ClusterPlan(ranks=1, steps=3))
+    prof = next(tmp_path.glob("PROF_*"))
+    threaded = write_all_reports(prof)
+    contents = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*.csv"))}
+
+    def refuse(self):
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    alone = write_all_reports(prof)
+    assert list(alone) == list(threaded) and alone.notes == threaded.notes and alone.layout_folders == threaded.layout_folders
+    assert threaded.layout_folders and {p: p.read_bytes() for p in sorted(tmp_path.rglob("*.csv"))} == contents
 
 
 def test_the_layout_is_written_without_tensorflow(cluster):

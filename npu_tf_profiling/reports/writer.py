@@ -88,12 +88,17 @@ def write_all_reports(
     failed: list[BaseException] = []
     thread = threading.Thread(target=_write_each, args=(job, beside, failed), name="npu_tf_profiling reports") if beside else None
     if thread is not None:
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError:  # no new thread (the interpreter is shutting down, Python 3.12+): after the others
+            thread = None
     try:
         _write_each(job, [(exporter, out) for exporter in wanted if not exporter.beside])
     finally:
         if thread is not None:
             thread.join()
+    if thread is None:
+        _write_each(job, beside)
     if failed:
         raise failed[0]
     for _, side in beside:  # after the others, whatever finished first: the same order every time
