@@ -12,7 +12,12 @@ the same (SQLite applies the column's affinity to both);
 ``tests/test_golden_reports.py`` holds both routes to the golden dumps.
 
 A table's data is a list of parts, written in order: a ``ColumnPart``
-(numpy columns, ``Same`` values, ``Joined`` texts) or a list of rows.
+(numpy columns, ``Same`` values, ``Joined`` texts) or a list of rows. The data
+may also come as a stream of (table, parts) pairs, a table more than once (its
+parts appended in the order they come): every table is created first, in
+``tables``' order, so the schema is the same, and a caller that builds one
+table's columns at a time holds only those (a million-iteration rank's
+profiler database: ``msprof.profiler_db``).
 """
 from __future__ import annotations
 
@@ -88,20 +93,30 @@ def column_items(values: np.ndarray, chunk: int = BATCH_ROWS) -> Iterator[Any]:
     return chain.from_iterable(values[lo:lo + chunk].tolist() for lo in range(0, len(values), chunk))
 
 
-def write_database(path: Path, tables: Mapping[str, Columns], data: Mapping[str, Sequence[Part]]) -> None:
+TableParts = Iterable[tuple[str, Sequence[Part]]]
+
+
+def write_database(path: Path, tables: Mapping[str, Columns], data: Union[Mapping[str, Sequence[Part]], TableParts],
+                   rows_hint: int | None = None) -> None:
     """Create every table of ``tables`` (empty where ``data`` has none) in a new database at ``path``.
 
     Built under a temporary name in the same folder, then moved over ``path``:
     a reader never sees half a database, and the temporary name does not match
     the ``ascend_pytorch_profiler_<rank>.db`` pattern tools look for. No
     journal and no syncs while building: the file is private until it is moved.
+    ``data``: a mapping, or a stream of (table, parts) with ``rows_hint``, the rows
+    it will hold (which route to take; a stream cannot be counted beforehand).
     """
     own_files.make_dir(path.parent)
     fd, tmp = own_files.create_temp(path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
-        rows = sum(part.length if isinstance(part, ColumnPart) else len(part) for parts in data.values() for part in parts)
-        (_write_arrow if encoders.use_arrow(rows) else _write_rows)(tmp, tables, data)
+        if isinstance(data, Mapping):
+            rows = sum(part.length if isinstance(part, ColumnPart) else len(part) for parts in data.values() for part in parts)
+            pairs: TableParts = data.items()
+        else:
+            rows, pairs = rows_hint or 0, data
+        (_write_arrow if encoders.use_arrow(rows) else _write_rows)(tmp, tables, pairs)
         own_files.replace(tmp, path)
     except BaseException:
         try:
@@ -115,22 +130,23 @@ def _create(table: str, columns: Columns) -> str:
     return f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in columns)})"
 
 
-def _write_rows(tmp: str, tables: Mapping[str, Columns], data: Mapping[str, Sequence[Part]]) -> None:
+def _write_rows(tmp: str, tables: Mapping[str, Columns], data: TableParts) -> None:
     conn = sqlite3.connect(tmp)
     try:
         conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("PRAGMA synchronous=OFF")
         for table, columns in tables.items():
             conn.execute(_create(table, columns))
-            marks = ", ".join("?" * len(columns))
-            for part in data.get(table, ()):
+        for table, parts in data:
+            marks = ", ".join("?" * len(tables[table]))
+            for part in parts:
                 conn.executemany(f"INSERT INTO {table} VALUES ({marks})", part.rows() if isinstance(part, ColumnPart) else part)
         conn.commit()
     finally:
         conn.close()
 
 
-def _write_arrow(tmp: str, tables: Mapping[str, Columns], data: Mapping[str, Sequence[Part]]) -> None:
+def _write_arrow(tmp: str, tables: Mapping[str, Columns], data: TableParts) -> None:
     """The ADBC route. Its catch: with ``journal_mode=OFF`` the pragmas must be set in autocommit and the
     work committed through the ADBC connection, else the file's header is left zeroed (measured)."""
     import adbc_driver_sqlite.dbapi as adbc
@@ -145,8 +161,9 @@ def _write_arrow(tmp: str, tables: Mapping[str, Columns], data: Mapping[str, Seq
             conn.adbc_connection.set_autocommit(False)
             for table, columns in tables.items():
                 cursor.execute(_create(table, columns))
-                for part in data.get(table, ()):
-                    for batch in _batches(part, columns):
+            for table, parts in data:
+                for part in parts:
+                    for batch in _batches(part, tables[table]):
                         cursor.adbc_ingest(table, batch, mode="append")
             conn.adbc_connection.commit()
         finally:

@@ -8,7 +8,7 @@ also where its work ran, so its ``TASK`` row carries the range's own times (task
 
 Marks (instants) are left out of the database: the recipe reads them only as torch_npu's ``<name>_start`` /
 ``<name>_stop`` pairs tied to ``PYTORCH_API`` rows, which a TensorFlow job has no equivalent for; they are in
-``host_<ts>.json``. The table is created only for a rank that recorded markers, so other ranks' databases
+``host_trace_<ts>.json``. The table is created only for a rank that recorded markers, so other ranks' databases
 (and the golden files) keep their schema.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from npu_tf_profiling.raw_format import layout
-from npu_tf_profiling.raw_format.mstx_markers import read_markers
+from npu_tf_profiling.raw_format.mstx_markers import Marker, read_markers
 from npu_tf_profiling.reports.msprof.db_schema import Columns, StringIds
 from npu_tf_profiling.reports.msprof.rank_model import RankModel, us_to_ns
 
@@ -32,9 +32,13 @@ TASK_TYPE = "MSTX_RANGE"
 FIRST_ID = 1 << 40
 
 
-def add_marker_rows(model: RankModel, strings: StringIds, rows: dict[str, Any]) -> bool:
-    """Add the rank's ranges to ``rows`` (``MSTX_EVENTS`` and their ``TASK`` rows); False when it has none."""
-    ranges = [m for m in read_markers(layout.device_dir(model.prof_dir, model.rank)) if m.kind == "range"]
+def ranges_of(model: RankModel) -> list[Marker]:
+    """The rank's mstx ranges ([] when it recorded none: then no MSTX_EVENTS table)."""
+    return [m for m in read_markers(layout.device_dir(model.prof_dir, model.rank)) if m.kind == "range"]
+
+
+def add_marker_rows(ranges: list[Marker], model: RankModel, strings: StringIds, rows: dict[str, Any]) -> bool:
+    """Add ``ranges`` to ``rows`` (``MSTX_EVENTS`` and their ``TASK`` rows); False when there are none."""
     if not ranges:
         return False
     kind = strings(TASK_TYPE)

@@ -43,11 +43,12 @@ import hashlib
 import json
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from npu_tf_profiling.reports.cluster import step_table as cst
+from npu_tf_profiling.raw_format.mstx_markers import Marker
 from npu_tf_profiling.reports.msprof import comm_names, mstx_events, profiler_info
 from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Part, Same, write_database
 from npu_tf_profiling.reports.msprof.db_schema import API_TYPES, PROFILER_TABLES, StringIds
@@ -163,27 +164,47 @@ def _meta(model: RankModel) -> list[tuple[str, str]]:
     return meta
 
 
-def profiler_db_rows(model: RankModel) -> Tables:
-    """Every table's rows for one rank, as parts in order (tables without rows are created empty)."""
+def profiler_db_parts(model: RankModel, ranges: list[Marker]) -> Iterator[tuple[str, list[Part]]]:
+    """Every table's rows for one rank as (table, parts) pairs, one group of tables at a time: each group's
+    columns are built, written and dropped before the next is built (a million-iteration rank's tables
+    held at once were 150 MiB); STRING_IDS, which every group adds to, comes last."""
     strings = StringIds()
-    rows: Tables = {table: [] for table in PROFILER_TABLES}
-    _steps(model, strings, rows)
-    next_connection = _communication(model, strings, rows, 0)
-    n_tasks = _tasks(model, strings, rows, next_connection)
-    _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
-    mstx_events.add_marker_rows(model, strings, rows)  # MSTX_EVENTS, only for a rank with mstx ranges
+    next_connection = 0
+    n_tasks = 0
+
+    def steps(rows: Tables) -> None:
+        _steps(model, strings, rows)
+
+    def communication(rows: Tables) -> None:
+        nonlocal next_connection
+        next_connection = _communication(model, strings, rows, 0)
+
+    def tasks(rows: Tables) -> None:
+        nonlocal n_tasks
+        n_tasks = _tasks(model, strings, rows, next_connection)
+
+    def data_input(rows: Tables) -> None:
+        _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
+
+    def markers(rows: Tables) -> None:
+        mstx_events.add_marker_rows(ranges, model, strings, rows)  # MSTX_EVENTS, only for a rank with mstx ranges
+
+    for group in (steps, communication, tasks, data_input, markers):
+        rows: Tables = {table: [] for table in (*PROFILER_TABLES, mstx_events.TABLE)}
+        group(rows)
+        yield from ((table, parts) for table, parts in rows.items() if parts)
     start_ns, end_ns = model.time_range_ns()
-    rows["SESSION_TIME_INFO"] = [[(start_ns, end_ns)]]
-    rows["NPU_INFO"] = [[(model.rank, model.device_kind)]]
-    rows["HOST_INFO"] = [[(host_uid(model.host), model.host)]]
-    rows["RANK_DEVICE_MAP"] = [[(model.rank, model.rank)]]
-    rows["META_DATA"] = [_meta(model)]
-    rows["ENUM_API_TYPE"] = [[(i, name) for name, i in API_TYPES.items()]]
-    rows["STRING_IDS"] = strings.table
-    return rows
+    yield "SESSION_TIME_INFO", [[(start_ns, end_ns)]]
+    yield "NPU_INFO", [[(model.rank, model.device_kind)]]
+    yield "HOST_INFO", [[(host_uid(model.host), model.host)]]
+    yield "RANK_DEVICE_MAP", [[(model.rank, model.rank)]]
+    yield "META_DATA", [_meta(model)]
+    yield "ENUM_API_TYPE", [[(i, name) for name, i in API_TYPES.items()]]
+    yield "STRING_IDS", strings.table
 
 
 def write_profiler_db(model: RankModel, path: Path) -> None:
-    rows = profiler_db_rows(model)
-    tables = {**PROFILER_TABLES, mstx_events.TABLE: mstx_events.COLUMNS} if mstx_events.TABLE in rows else PROFILER_TABLES
-    write_database(path, tables, rows)
+    ranges = mstx_events.ranges_of(model)
+    tables = {**PROFILER_TABLES, mstx_events.TABLE: mstx_events.COLUMNS} if ranges else PROFILER_TABLES
+    rows_hint = 4 * len(model.steps) + 2 * len(model.comm_ops) + (0 if model.tasks is None else 3 * len(model.tasks))
+    write_database(path, tables, profiler_db_parts(model, ranges), rows_hint)
