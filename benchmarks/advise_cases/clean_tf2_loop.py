@@ -6,10 +6,10 @@ import npu_tf_profiling
 from case_common import timed_loop
 
 npu_tf_profiling.start_tf2_profiling()
-x = np.random.default_rng(0).random((128 * 20, 256), dtype=np.float32)
+x = np.random.default_rng(0).random((256 * 20, 256), dtype=np.float32)
 ds = tf.data.Dataset.from_tensor_slices(x).repeat().map(lambda a: a * 2.0, num_parallel_calls=tf.data.AUTOTUNE)
-ds = ds.batch(128).prefetch(tf.data.AUTOTUNE)
-model = tf.keras.Sequential([tf.keras.layers.Dense(1024, activation="relu"), tf.keras.layers.Dense(1024, activation="relu"),
+ds = ds.batch(256).prefetch(tf.data.AUTOTUNE)
+model = tf.keras.Sequential([tf.keras.layers.Dense(2048, activation="relu"), tf.keras.layers.Dense(2048, activation="relu"),
                              tf.keras.layers.Dense(1)])
 optimizer = tf.keras.optimizers.SGD(0.01)
 it = iter(ds)
