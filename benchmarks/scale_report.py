@@ -92,6 +92,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--commands", nargs="+", choices=COMMANDS, default=list(COMMANDS))
     parser.add_argument("--workdir", type=Path, help="where the synthetic runs go (default: a temporary folder)")
     parser.add_argument("--baseline", type=Path, help="a checkout of older code, run alternately with this one")
+    parser.add_argument("--step-counter", action="store_true",
+                        help="records carry a global step, as a data-parallel job's do (issue 50's second shape)")
     args = parser.parse_args(argv)
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
@@ -102,7 +104,7 @@ def main(argv: list[str]) -> int:
             root = workdir / f"it{n}"
             shutil.rmtree(root, ignore_errors=True)
             clock = time.perf_counter()
-            prof = write_step_prof_dir(root, StepPlan(iterations=n, noise=0.05))
+            prof = write_step_prof_dir(root, StepPlan(iterations=n, noise=0.05, global_step=1 if args.step_counter else None))
             raw_mb = sum(p.stat().st_size for p in prof.rglob("*") if p.is_file()) / 1e6
             print(f"\n{n} iterations: raw {raw_mb:.1f} MB, made in {time.perf_counter() - clock:.1f} s")
             for command in args.commands:
