@@ -46,7 +46,7 @@ def write_all_reports(
     Always the step_trace CSV/JSON when there are training_trace records;
     plus, when some device has a ``task_trace.bin``: ``task_time_<ts>.csv``,
     ``op_summary_<ts>.csv``, ``op_statistic_<ts>.csv`` and ``msprof_<ts>.json``
-    (or ``msprof_<ts>_1.json``, ``_2``... when larger than
+    (or CANN's slices ``msprof_slice_0_<ts>.json``, ``_1``... when larger than
     ``timeline_budget_bytes``, default 200 MiB); ``step_trace_<ts>.json`` is
     sliced above ``slice_bytes`` (default: the run's ``timeline_slice_mb``
     option, else 200 MiB; ``trace_slices``); and, beside the PROF folder,

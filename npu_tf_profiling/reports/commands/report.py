@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MiB",
         type=float,
         default=200.0,
-        help="largest msprof_<ts>.json; bigger timelines are split into msprof_<ts>_1.json, _2... (default: 200)",
+        help="largest msprof_<ts>.json; bigger timelines are split into CANN's slices msprof_slice_0_<ts>.json, _1... (default: 200)",
     )
     parser.add_argument(
         "--slice-mb",
