@@ -160,16 +160,19 @@ def test_a_busy_host_thread_shows_in_the_process_cpu(run) -> None:
 
 def test_the_runs_busy_cores_agree_with_host_sys_over_the_same_span(run) -> None:
     """info.json's process_cpu (two clock reads a drain, always on) against host_sys's 50 Hz process CPU samples over
-    the same span: two measurements of one quantity (the spinning thread from iteration 25 is in both). They differed
-    by 4.0% and 6.5% idle and 1.8% and 0.8% beside a busy core (0.64-0.69 cores of 2); the bound is 10%."""
+    the same span: two measurements of one quantity (the spinning thread from iteration 25 is in both). Weighted by
+    interval length they differed by 0.1% idle and 0.1% beside a busy core (0.67-0.70 cores of 2; unweighted, a starved
+    sampler's long intervals counted as short ones: 0.8-6.5%); the bound, 5%, leaves CI's load room."""
     prof, _, _ = run
     device = layout.device_dir(prof, 0)
     info = read_info(device)
     used, cores = info.busy_cores()
-    t, per_interval = process_cores(read_host_samples(device))
-    inside = (t > info.process_cpu["first_us"]) & (t <= info.process_cpu["last_us"])
-    sampled = float(per_interval[inside].mean())
-    assert 0 < used <= cores and abs(used - sampled) <= 0.1 * max(used, sampled), (used, sampled)
+    t, per_interval = process_cores(read_host_samples(device))  # a rate per interval, at the interval's end
+    inside = np.flatnonzero((t > info.process_cpu["first_us"]) & (t <= info.process_cpu["last_us"]))
+    inside = inside[inside > 0]
+    spans = t[inside] - t[inside - 1]  # weighted by each interval's length: a starved sampler's intervals are longer
+    sampled = float((per_interval[inside] * spans).sum() / spans.sum())
+    assert 0 < used <= cores and abs(used - sampled) <= 0.05 * max(used, sampled), (used, sampled)
 
 
 def test_the_400_mb_iteration_stands_out(run) -> None:
