@@ -85,8 +85,9 @@ def test_a_session_step_ending_before_what_its_run_fetches_is_said_once(runs: di
     assert model["iteration_end"] == "Adam"  # the critic's optimizer (made first): 6 updates to the generator's 2
     check = model[K_ITERATION_END_CHECK]
     print("self-check:", check)
-    # The 20 ms tail the end does not wait on, less the run's return latency.
-    assert check["early"] and check["p10_return_after_end_us"] >= 0.75 * TAIL_S * 1e6, check
+    # The 20 ms tail the end does not wait on, less the run's return latency (its TF2 twin measured 13.5 ms under load:
+    # test_tf2_step_end), so half the tail, which still tells the tail from a return latency (bound_us, 5 ms).
+    assert check["early"] and check["p10_return_after_end_us"] >= 0.5 * TAIL_S * 1e6, check
     assert model["iteration_end"] in check["note"] and "sess.run" in check["note"] and "tf.group" in check["note"]
     assert info["notes"].count(check["note"]) == 1
     assert sum(EARLY_WORDS in w for w in caught) == 1, caught

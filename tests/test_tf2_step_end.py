@@ -104,8 +104,9 @@ def test_an_early_iteration_end_is_said_once_with_its_figure(runs: dict) -> None
     (model_id, model), = info["models"].items()
     check = model[K_ITERATION_END_CHECK]
     print("self-check:", check)
-    # The 20 ms tail that the end does not wait on, less the call's return latency.
-    assert check["early"] and check["p10_return_after_end_us"] >= 15_000, check
+    # The 20 ms tail that the end does not wait on, less the call's return latency: 13.5 ms on a loaded fresh-clone
+    # run (2026-12-06), so half the tail, which still tells the tail from a return latency (bound_us, 5 ms).
+    assert check["early"] and check["p10_return_after_end_us"] >= 10_000, check
     assert model["iteration_end"] in check["note"] and "train_step" in check["note"]
     assert info["notes"].count(check["note"]) == 1
     assert stderr.count("of its calls returned") == 1, stderr[-3000:]
