@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-
 from npu_tf_profiling.reports.advise import rules_data, rules_host, rules_overhead, rules_reduce, rules_runs
 from npu_tf_profiling.reports.advise.evidence import ModelEvidence, model_evidence
 from npu_tf_profiling.reports.advise.findings import MIN_GAIN_PCT, Advice, Finding
@@ -44,8 +43,8 @@ def advise_prof_dir(prof_dir: Path | str) -> Advice:
     return advise_data(load_prof_dir(prof_dir))
 
 
-def advise_data(data: ProfData) -> Advice:
-    """The findings of one PROF folder already read; each slow stretch's top finding as a note."""
+def advise_data(data: ProfData, stretches: bool = True) -> Advice:
+    """The findings of one PROF folder already read; with ``stretches``, each slow stretch's top finding as a note."""
     evidence = model_evidence(data)
     if not evidence:
         raise NothingFoundError(f"{data.prof_dir}: no timed iteration to advise on")
@@ -55,7 +54,7 @@ def advise_data(data: ProfData) -> Advice:
         if not ev.sites.recorded:
             advice.notes.append(f"device {ev.summary.device_id}: no call_sites.json, so lines are unknown "
                                 "(a run from before advise, or the package was not imported by the script)")
-    for stretch in capture_advice(data):
+    for stretch in capture_advice(data) if stretches else ():
         top = stretch["findings"][0]["headline"] if stretch["findings"] else NO_STRETCH_FINDING
         advice.notes.append(f"device {stretch['device_id']}, model {stretch['model_id']}: the slow stretch at iterations "
                             f"{stretch['first_slow']}..{stretch['last_slow']} (anomaly_capture): {top}")
@@ -70,12 +69,14 @@ def capture_advice(data: ProfData) -> list[dict[str, Any]]:
     """The rules on each anomaly's slow stretch (module docstring): its key and its findings, best first."""
     out: list[dict[str, Any]] = []
     frame = data.table.frame
+    ids: Optional[np.ndarray] = None  # the table's Iteration IDs, read once when a folder has anomalies
     for device in data.devices:
         for line in read_anomaly_lines(device.device_dir):
             first, last, model = line.get("first_slow"), line.get("last_slow"), line.get("model_id")
             if line.get("kind") != "anomaly" or not all(isinstance(v, int) for v in (first, last, model)):
                 continue
-            ids = frame[st.ITERATION_ID_COL].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
+            if ids is None:
+                ids = frame[st.ITERATION_ID_COL].astype("float64").to_numpy(dtype="float64", na_value=np.nan)
             mask = ((frame[st.DEVICE_ID] == device.device_id) & (frame[st.MODEL_ID] == model)).to_numpy(dtype=bool) \
                 & (ids >= first) & (ids <= last)
             if not mask.any():
@@ -90,7 +91,7 @@ def capture_advice(data: ProfData) -> list[dict[str, Any]]:
 def top_finding_line(data: ProfData) -> Optional[str]:
     """The summary's and the charts page's one line: the best finding, or None (no finding, or none computable)."""
     try:
-        advice = advise_data(data)
+        advice = advise_data(data, stretches=False)  # the stretches are the anomalies' own lines
     except Exception:  # noqa: BLE001 - the summary never fails for its advice line
         return None
     return f"Top advice: {advice.findings[0].headline()}" if advice.findings else None
