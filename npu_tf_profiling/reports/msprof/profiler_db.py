@@ -164,35 +164,32 @@ def _meta(model: RankModel) -> list[tuple[str, str]]:
     return meta
 
 
+def _no_rows() -> Tables:
+    return {table: [] for table in (*PROFILER_TABLES, mstx_events.TABLE)}
+
+
+def _filled(rows: Tables) -> Iterator[tuple[str, list[Part]]]:
+    return ((table, parts) for table, parts in rows.items() if parts)
+
+
 def profiler_db_parts(model: RankModel, ranges: list[Marker]) -> Iterator[tuple[str, list[Part]]]:
     """Every table's rows for one rank as (table, parts) pairs, one group of tables at a time: each group's
     columns are built, written and dropped before the next is built (a million-iteration rank's tables
     held at once were 150 MiB); STRING_IDS, which every group adds to, comes last."""
     strings = StringIds()
-    next_connection = 0
-    n_tasks = 0
-
-    def steps(rows: Tables) -> None:
-        _steps(model, strings, rows)
-
-    def communication(rows: Tables) -> None:
-        nonlocal next_connection
-        next_connection = _communication(model, strings, rows, 0)
-
-    def tasks(rows: Tables) -> None:
-        nonlocal n_tasks
-        n_tasks = _tasks(model, strings, rows, next_connection)
-
-    def data_input(rows: Tables) -> None:
-        _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
-
-    def markers(rows: Tables) -> None:
-        mstx_events.add_marker_rows(ranges, model, strings, rows)  # MSTX_EVENTS, only for a rank with mstx ranges
-
-    for group in (steps, communication, tasks, data_input, markers):
-        rows: Tables = {table: [] for table in (*PROFILER_TABLES, mstx_events.TABLE)}
-        group(rows)
-        yield from ((table, parts) for table, parts in rows.items() if parts)
+    rows = _no_rows()
+    _steps(model, strings, rows)
+    yield from _filled(rows)
+    rows = _no_rows()  # the previous group's columns are dropped once written
+    next_connection = _communication(model, strings, rows, 0)
+    yield from _filled(rows)
+    rows = _no_rows()
+    n_tasks = _tasks(model, strings, rows, next_connection)
+    yield from _filled(rows)
+    rows = _no_rows()
+    _data_input(model, strings, rows, n_tasks, next_connection + n_tasks)
+    mstx_events.add_marker_rows(ranges, model, strings, rows)  # MSTX_EVENTS, only for a rank with mstx ranges
+    yield from _filled(rows)
     start_ns, end_ns = model.time_range_ns()
     yield "SESSION_TIME_INFO", [[(start_ns, end_ns)]]
     yield "NPU_INFO", [[(model.rank, model.device_kind)]]
