@@ -128,6 +128,8 @@ def render_anomaly(entry: dict[str, Any]) -> list[str]:
     captured: Optional[list] = entry.get("captured")
     if entry.get("not_captured"):
         lines.append(f"  not captured: {entry['not_captured']}")
+        if entry.get("traced_in_case"):
+            lines.append(f"  traced in case it went on, then dropped: iterations {', '.join(map(str, entry['traced_in_case']))}")
     elif captured:
         verdict = ("still slow: " + ", ".join(map(str, entry.get("still_slow") or [])) if entry.get("persisted")
                    else "all normal: the slowdown did not persist (a lone spike)")

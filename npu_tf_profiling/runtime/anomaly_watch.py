@@ -27,8 +27,14 @@ was seen: while a model has had a lone slow iteration (slow, then steady) in the
 QUIET_ITERATIONS iterations, a slow one arms task_trace only when the next judged iteration is
 slow too (one iteration later; a lone one is written as not captured, with why). On a quiet run
 the first slow iteration arms it. The rate of false captures then falls from the stall rate p
-to about p² a model (two stalls in a row), and a regime's capture starts one iteration later. ``max_captures`` and ``cooldown`` (iterations after a capture before the
-next) bound the disk; ``storage_limit`` still caps everything.
+to about p² a model (two stalls in a row). So that a regime's capture does not start one
+iteration later for it, the unconfirmed slow iteration arms task_trace at once, *in case*: the
+next iteration the training thread starts is traced, and the confirmation (or not) of the next
+judged iteration makes it a capture or drops it. A dropped one is no capture (neither
+``max_captures`` nor the cooldown counts it); its lone line names the iterations traced in case
+(``traced_in_case``: their tasks are in the task files), and past SPECULATIVE_LIMIT of them a
+folder waits for the confirmation again. ``max_captures`` and ``cooldown`` (iterations after a
+capture before the next) bound the disk; ``storage_limit`` still caps everything.
 
 Each capture becomes one line of ``anomalies.jsonl`` when its iterations and its
 slow stretch are over (or at exit): its first and last slow iteration, its
@@ -57,6 +63,7 @@ KIND_LEFT_OUT = "left_out"
 # them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
 QUIET_ITERATIONS = 10_000
 UNCAPTURED_LINES = 100  # uncaptured anomalies (past max_captures, in a cooldown) written; past that, only counted
+SPECULATIVE_LIMIT = 100  # traces armed in case a lone slow iteration goes on (module docstring); past that, none
 
 
 @dataclass
@@ -77,6 +84,7 @@ class _Capture:
     traced_us: float | None = None  # a reference's: the median of its traced iterations
     slow_open: bool = True  # the slow stretch has not ended yet
     confirmed: bool = False  # armed by a second slow iteration in a row (lone ones were seen: module docstring)
+    in_case: bool = False  # armed at the slow iteration itself, before the next one confirms it (module docstring)
 
     def entry(self) -> dict[str, Any]:
         line: dict[str, Any] = {"kind": self.kind, "model_id": self.model_id, "baseline_us": round(self.baseline_us, 1),
@@ -87,6 +95,9 @@ class _Capture:
                         persisted=bool(self.still_slow))
             if self.uncaptured_reason:
                 line["not_captured"] = self.uncaptured_reason
+                if self.captured:  # traced in case it went on, then dropped: no capture
+                    line["traced_in_case"] = line.pop("captured")
+                    line["captured"], line["captured_us"] = [], []
             if self.confirmed:
                 line["confirmed_by_next"] = True
         elif self.traced_us is not None:
@@ -113,6 +124,7 @@ class AnomalyWatch:
         self._uncaptured = 0
         self._last_lone: dict[int, int] = {}  # per model: the last lone slow iteration
         self._pending: dict[int, tuple[int, float, float]] = {}  # per model: a slow iteration awaiting the next
+        self._in_case_armed = 0  # traces armed in case (SPECULATIVE_LIMIT)
 
     @property
     def armed(self) -> bool:
@@ -147,12 +159,15 @@ class AnomalyWatch:
     def close(self) -> None:
         """At exit: every capture still open is written as it stands, and how many lines were left out."""
         with self._lock:
+            in_case = self._armed if self._armed is not None and self._armed.in_case else None
             for capture in (self._armed, self._open):
-                if capture is not None and (capture.captured or capture.kind == KIND_ANOMALY):
+                if capture is not None and capture is not in_case and (capture.captured or capture.kind == KIND_ANOMALY):
                     self._emit(capture)
             self._armed = self._open = None
             for model_id, pending in self._pending.items():
                 unconfirmed = self._anomaly(model_id, *pending)
+                if in_case is not None and in_case.model_id == model_id:
+                    unconfirmed.captured, unconfirmed.times_us = in_case.captured, in_case.times_us
                 unconfirmed.uncaptured_reason = "the run ended before the next iteration could confirm it"
                 self._emit(unconfirmed)
             self._pending.clear()
@@ -180,7 +195,14 @@ class AnomalyWatch:
         capture.times_us.append(time_us)
         self._disturbed.setdefault(capture.model_id, set()).add(iteration_id + 1)  # it holds the writing of the trace
         traced = self._traced_baseline.get(capture.model_id)
-        if capture.kind == KIND_ANOMALY and self._is_slow(time_us, traced if traced is not None else baseline):
+        slow = capture.kind == KIND_ANOMALY and self._is_slow(time_us, traced if traced is not None else baseline)
+        if capture.in_case:  # the first judged iteration after the unconfirmed slow one: it decides
+            pending = self._pending.pop(capture.model_id)
+            if not slow:
+                self._drop_in_case(capture, pending)
+                return
+            self._confirm_in_case(capture)
+        if slow:
             capture.still_slow.append(iteration_id)
             self._extend(capture, iteration_id, time_us)
         elif capture.kind == KIND_ANOMALY:
@@ -195,23 +217,28 @@ class AnomalyWatch:
                     self._extend(anomaly, iteration_id, time_us)
                 else:
                     anomaly.slow_open = False
+        in_case = self._armed if self._armed is not None and self._armed.in_case and self._armed.model_id == model_id else None
+        if in_case is not None:  # the first judged iteration after the unconfirmed slow one decides (extended above)
+            pending = self._pending.pop(model_id)
+            if slow:
+                self._confirm_in_case(in_case)
+            else:
+                self._drop_in_case(in_case, pending)
         if not slow:
             pending = self._pending.pop(model_id, None)
             if pending is not None:  # slow, then steady: a lone one, while lone ones are common here
-                lone = self._anomaly(model_id, *pending)
-                lone.uncaptured_reason = (f"a lone slow iteration, with another lone one in the last {QUIET_ITERATIONS} "
-                                          "iterations: only a second slow one in a row arms a capture")
-                self._emit(lone)
+                self._emit(self._lone(model_id, pending))
             recent.append(time_us)
             if model_id not in self._referenced and baseline is not None and self._armed is None:
                 self._referenced.add(model_id)
                 self._armed = _Capture(KIND_REFERENCE, model_id, baseline)
-        elif model_id in self._traced_baseline and not self._in_open_stretch(model_id):
+        elif in_case is None and model_id in self._traced_baseline and not self._in_open_stretch(model_id):
             pending = self._pending.pop(model_id, None)
             if pending is not None:
                 self._detected(model_id, *pending, confirmed_at=(iteration_id, time_us))
             elif iteration_id - self._last_lone.get(model_id, -QUIET_ITERATIONS - 1) <= QUIET_ITERATIONS:
                 self._pending[model_id] = (iteration_id, time_us, baseline)
+                self._arm_in_case(model_id, iteration_id, time_us, baseline)
             else:
                 self._detected(model_id, iteration_id, time_us, baseline)
 
@@ -235,6 +262,36 @@ class AnomalyWatch:
     def _in_open_stretch(self, model_id: int) -> bool:
         return any(c is not None and c.kind == KIND_ANOMALY and c.model_id == model_id and c.slow_open
                    for c in (self._armed, self._open))
+
+    def _lone(self, model_id: int, pending: tuple[int, float, float]) -> _Capture:
+        lone = self._anomaly(model_id, *pending)
+        lone.uncaptured_reason = (f"a lone slow iteration, with another lone one in the last {QUIET_ITERATIONS} "
+                                  "iterations: only a second slow one in a row arms a capture")
+        return lone
+
+    def _arm_in_case(self, model_id: int, iteration_id: int, time_us: float, baseline: float) -> None:
+        """Trace the next iterations before the slow one is confirmed, where a capture could be taken now."""
+        if (self._armed is None and self._in_case_armed < SPECULATIVE_LIMIT and self._captures < self.settings.max_captures
+                and iteration_id >= self._next_allowed):
+            self._in_case_armed += 1
+            self._armed = self._anomaly(model_id, iteration_id, time_us, baseline)
+            self._armed.in_case = True
+
+    def _drop_in_case(self, capture: _Capture, pending: tuple[int, float, float]) -> None:
+        """The slow iteration was a lone one: no capture; its line names what was traced in case."""
+        self._armed = None
+        disturbed = self._disturbed.setdefault(capture.model_id, set())
+        disturbed.update(capture.captured)  # granted, not yet seen: traced, so slower, never judged
+        disturbed.update(i + 1 for i in capture.captured)
+        lone = self._lone(capture.model_id, pending)
+        lone.captured, lone.times_us = capture.captured, capture.times_us
+        self._emit(lone)
+
+    def _confirm_in_case(self, capture: _Capture) -> None:
+        """A second slow iteration in a row (the caller extends the capture with it): the trace armed in case is a capture."""
+        capture.in_case = False
+        capture.confirmed = True
+        self._captures += 1
 
     @staticmethod
     def _anomaly(model_id: int, iteration_id: int, time_us: float, baseline: float) -> _Capture:

@@ -14,10 +14,11 @@ import pandas as pd
 
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, CallSites, read_call_sites
-from npu_tf_profiling.raw_format.other_runs import RETRACE, read_other_runs
+from npu_tf_profiling.raw_format.other_runs import RETRACE, OtherRuns, read_other_runs
 from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.advise.host_truth import HostTruth, read_host_truth
 from npu_tf_profiling.reports.prof_dir import ProfData
+from npu_tf_profiling.reports.step.between import without_retraces
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.summary import (SHARE_DATA_AUG, SHARE_GETNEXT, ModelSummary, annotated, basis_rows,
                                                    summarize_prof_data)
@@ -33,6 +34,7 @@ class ModelEvidence:
     truth: HostTruth
     retraces: tuple[int, float]  # (count, total µs) of other_runs' "retrace" records
     runs: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # every other run's span (µs): not host time
+    other_runs: OtherRuns | None = None  # the runs between iterations, with their kinds (None: not recorded)
 
     @property
     def total_us(self) -> float:
@@ -93,11 +95,15 @@ class ModelEvidence:
         return edges[:-1][keep], edges[1:][keep]
 
 
-def _runs(device_dir: Path) -> tuple[tuple[int, float], tuple[np.ndarray, np.ndarray]]:
+_Runs = tuple[tuple[int, float], tuple[np.ndarray, np.ndarray], OtherRuns | None]
+
+
+def _runs(device_dir: Path, info: RunInfo) -> _Runs:
+    """The retraces (count, µs), every run's span, and the runs between iterations (None where not recorded)."""
     runs = read_other_runs(device_dir / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
     mine = np.asarray(runs.kinds, dtype=object) == RETRACE
     retraces = int(mine.sum()), float((runs.ends[mine] - runs.starts[mine]).sum()) if mine.any() else 0.0
-    return retraces, (runs.starts, runs.ends)
+    return retraces, (runs.starts, runs.ends), without_retraces(runs) if info.other_runs_recorded else None
 
 
 def model_evidence(data: ProfData) -> list[ModelEvidence]:
@@ -105,7 +111,7 @@ def model_evidence(data: ProfData) -> list[ModelEvidence]:
     summary = summarize_prof_data(data, with_anomalies=False)
     frame = annotated(data) if summary.models else None  # the summary's basis: retraced iterations left out
     devices = {d.device_id: d for d in data.devices}
-    cache: dict[int, tuple[CallSites, HostTruth, tuple[tuple[int, float], tuple[np.ndarray, np.ndarray]]]] = {}
+    cache: dict[int, tuple[CallSites, HostTruth, _Runs]] = {}
     out = []
     for m in summary.models:
         device = devices.get(m.device_id)
@@ -114,8 +120,8 @@ def model_evidence(data: ProfData) -> list[ModelEvidence]:
         if m.device_id not in cache:
             folder = Path(device.device_dir)
             cache[m.device_id] = (read_call_sites(folder / layout.DATA_DIR / CALL_SITES_FILE), read_host_truth(folder),
-                                  _runs(folder))
-        sites, truth, (retraces, runs) = cache[m.device_id]
+                                  _runs(folder, device.info))
+        sites, truth, (retraces, runs, between_runs) = cache[m.device_id]
         rows = frame[(frame[st.DEVICE_ID] == m.device_id) & (frame[st.MODEL_ID] == m.model_id)]
-        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info, sites, truth, retraces, runs))
+        out.append(ModelEvidence(m, basis_rows(rows)[1], device.info, sites, truth, retraces, runs, between_runs))
     return out

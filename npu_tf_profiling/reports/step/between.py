@@ -53,7 +53,11 @@ def load_other_runs(device_dir: Path, info: RunInfo) -> Optional[OtherRuns]:
     of the statistics apart (``retraces``), so it is not split here."""
     if not info.other_runs_recorded:
         return None
-    runs = read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE)
+    return without_retraces(read_other_runs(Path(device_dir) / layout.DATA_DIR / layout.OTHER_RUNS_FILE))
+
+
+def without_retraces(runs: OtherRuns) -> OtherRuns:
+    """The runs between iterations: a retrace's record is the step's own call (``load_other_runs``)."""
     keep = np.array([kind != RETRACE for kind in runs.kinds], dtype=bool)
     return OtherRuns(runs.starts[keep], runs.ends[keep], [k for k in runs.kinds if k != RETRACE], runs.skipped, runs.retraces)
 
@@ -122,24 +126,62 @@ def _sum(values: np.ndarray, mask: np.ndarray) -> float:
     return float(np.nansum(np.where(mask, values, np.nan)))
 
 
-def summarize_split(rows: pd.DataFrame, runs: OtherRuns) -> Optional[dict[str, Any]]:
-    """The split over `rows` (the statistics' basis): shares of Σ Iteration Time, and each kind's count and time.
+@dataclass
+class GapParts:
+    """Per row, µs: Iteration Time, Data Aug Bound and its parts (input, other runs, host); ``mask``: rows with a gap."""
 
-    None when no row has a Data Aug Bound window.
-    """
+    split: RowSplit
+    iteration_us: np.ndarray
+    gap_us: np.ndarray
+    input_us: np.ndarray
+    other_us: np.ndarray
+    host_us: np.ndarray
+    mask: np.ndarray
+    has_input: bool
+
+    def past_first_runs(self) -> np.ndarray:
+        """The rows with a gap, less those holding a kind's first run: that one also holds the kind's one-time
+        set-up (its graph pruned, its function traced: 70 ms against 0.2 ms a run after it, measured), which
+        running it less often does not save. A kind run once is left out whole."""
+        keep = self.mask.copy()
+        for _, count in self.split.by_kind.values():
+            held = np.flatnonzero(self.mask & (count > 0))
+            if len(held):
+                keep[held[0]] = False
+        return keep
+
+
+def gap_parts(rows: pd.DataFrame, runs: OtherRuns) -> GapParts:
+    """Each row's gap between steps split into input, other runs and host (module docstring)."""
     split = split_rows(rows, runs)
     it_time, dab, getnext = _f(rows[st.ITERATION_TIME]), _f(rows[st.DATA_AUG_BOUND]), _f(rows[st.GETNEXT_TIME])
     mask = np.isfinite(dab) & np.isfinite(it_time)
-    total = _sum(it_time, mask)
-    if not mask.any() or total <= 0:
-        return None
     reads_time, reads_count = split.by_kind.get(INPUT_READS, (np.zeros(len(rows)), np.zeros(len(rows))))
     has_input = bool(np.isfinite(getnext[mask]).any()) or bool(np.where(mask, reads_count, 0).sum())
     input_us = np.clip(np.where(np.isfinite(getnext), getnext, 0.0) + np.nan_to_num(reads_time), 0, dab)
     other_us = np.clip(np.nan_to_num(split.other_us) - np.nan_to_num(reads_time), 0, dab - input_us)
     host_us = np.clip(dab - input_us - other_us, 0, None)
-    kinds = {kind: {"count": int(np.where(mask, count, 0).sum()), "time_us": round(_sum(time, mask), 1)}
-             for kind, (time, count) in split.by_kind.items()}
+    return GapParts(split, it_time, dab, input_us, other_us, host_us, mask, has_input)
+
+
+def kind_totals(parts: GapParts, mask: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Per kind of other run, over the rows in ``mask``: how many runs, and their time (µs)."""
+    return {kind: {"count": int(np.where(mask, count, 0).sum()), "time_us": round(_sum(time, mask), 1)}
+            for kind, (time, count) in parts.split.by_kind.items()}
+
+
+def summarize_split(rows: pd.DataFrame, runs: OtherRuns) -> Optional[dict[str, Any]]:
+    """The split over `rows` (the statistics' basis): shares of Σ Iteration Time, and each kind's count and time.
+
+    None when no row has a Data Aug Bound window.
+    """
+    gp = gap_parts(rows, runs)
+    split, dab, mask, has_input = gp.split, gp.gap_us, gp.mask, gp.has_input
+    input_us, other_us, host_us = gp.input_us, gp.other_us, gp.host_us
+    total = _sum(gp.iteration_us, mask)
+    if not mask.any() or total <= 0:
+        return None
+    kinds = kind_totals(gp, mask)
     parts = np.column_stack([input_us if has_input else np.zeros(len(rows)), other_us, host_us])[mask]
     median_gap = float(np.median(dab[mask]))
     return {
