@@ -72,12 +72,16 @@ class CallSites:
         return [s for s in self.sites if s.api == api]
 
 
-    def free_cores(self) -> int | None:
-        """The cores a parallel pipeline can count on: the host's, less the load of everything else (at least 1)."""
+    def free_cores(self, own_busy: float | None = None) -> int | None:
+        """The cores a parallel pipeline can count on: the host's, less the load of everything else (at least 1).
+
+        The load average counts the training process's own runnable threads too: ``own_busy`` is how many
+        cores it kept busy (info.json's process_cpu), one when unknown. A py_function case at 1.2 busy cores
+        had a load of 2.2 on 2 cores: counting the process as one left it no free core, and no gain."""
         if self.cpu_count is None:
             return None
-        busy = max(0.0, (self.load_average or 0.0) - 1.0)  # the training process itself is one of the loaded
-        return max(1, int(self.cpu_count - min(busy, self.cpu_count - 1)))
+        busy = max(0.0, (self.load_average or 0.0) - (1.0 if own_busy is None else max(1.0, own_busy)))
+        return max(1, int(round(self.cpu_count - min(busy, self.cpu_count - 1))))
 
 
 def encode_call_sites(sites: list[CallSite], cpu_count: int | None, load_average: float | None = None) -> dict[str, Any]:

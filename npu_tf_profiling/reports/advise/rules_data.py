@@ -48,6 +48,12 @@ def _idle_capped(ev: ModelEvidence, gain: float, formula: str, evidence: dict) -
                             "cores busy, and more parallelism only uses the idle ones")
 
 
+def _free_cores(ev: ModelEvidence) -> int:
+    """The host's free cores for a parallel pipeline, the process's own busy cores not counted as load."""
+    busy = ev.info.busy_cores()
+    return ev.sites.free_cores(busy[0] if busy else None) or 1
+
+
 def _wait_left_gain(g: float, cores: int, has_prefetch: bool, why: str) -> tuple[float, str]:
     """g - max(0, I/P - C): the input wait saved when the pipeline makes its batch on P cores (module docstring)."""
     c = max(0.0, 1.0 - g)
@@ -65,7 +71,7 @@ def parallelism(ev: ModelEvidence) -> list[Finding]:
     has_prefetch = bool(ev.sites.of(cs.PREFETCH))
     if ev.sites.recorded and not serial and has_prefetch:
         return []
-    cores = ev.sites.free_cores() or 1
+    cores = _free_cores(ev)
     gain, formula = _wait_left_gain(g, cores if serial else 1, has_prefetch,
                                     "parallel map" if serial else "map already parallel")
     evidence = {"input_share_pct": pct(g), "cpu_count": ev.sites.cpu_count, "load_average": ev.sites.load_average,
@@ -103,7 +109,7 @@ def py_function(ev: ModelEvidence) -> list[Finding]:
     sites = [s for s in ev.sites.of(cs.PY_FUNCTION) if s.args.get("in_pipeline")]
     if g < MIN_INPUT_SHARE or not sites:
         return []
-    cores = ev.sites.free_cores() or 1
+    cores = _free_cores(ev)
     gain, formula = _wait_left_gain(g, cores, bool(ev.sites.of(cs.PREFETCH)),
                                     "TensorFlow ops run on the free cores where the Python held the GIL, one element at a time")
     return [Finding("tf.data py_function", "tf.py_function / numpy_function in Dataset.map",
@@ -125,7 +131,7 @@ def file_reads(ev: ModelEvidence) -> list[Finding]:
                            "so later epochs do not read the files again", readers[0].where, None,
                            "not predictable: the reads' part of the input wait is not measured apart", LOW))
     if not ev.sites.of(cs.INTERLEAVE):
-        cores = ev.sites.free_cores() or 1
+        cores = _free_cores(ev)
         evidence = {"input_share_pct": pct(g), "readers": len(readers), "free_cores": cores}
         gain, formula = _idle_capped(ev, g * (1 - 1 / cores), f"g * (1 - 1/P), g = {g:.3f}, P = {cores}: reads spread over "
                                      "the cores (an upper bound)", evidence)
