@@ -37,10 +37,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import IO, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from npu_tf_profiling.raw_format import own_files
 from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.encoders.text_columns import comma_led
 
@@ -70,6 +71,51 @@ def existing_slices(out_dir: Path, stem: str, timestamp: str) -> list[Path]:
     found = [(int(m.group(1)), p) for p in Path(out_dir).glob(f"{stem}_slice_*_{timestamp}.json")
              if (m := pattern.fullmatch(p.name))]
     return [p for _, p in sorted(found)]
+
+
+class SliceFiles:
+    """One timeline's files, written under temporary names and moved into place together.
+
+    The one place that names, commits and cleans a timeline's parts, whichever way its writer cuts them
+    (``write_trace`` plans whole rows; the task timeline, ``task.timeline``, streams under a byte budget):
+    one part is ``whole_name``, several are CANN's slices. Stale files of the same timeline (the whole
+    file, its slices, and what the caller adds) are removed after the commit, so a rewritten report never
+    leaves a mix of old and new parts; each is removed only as a regular file the package wrote.
+    """
+
+    def __init__(self, out_dir: Path, whole_name: str, stem: str, timestamp: str, encoding: str | None = None) -> None:
+        self.out_dir = Path(out_dir)
+        self.whole_name, self.stem, self.timestamp, self.encoding = whole_name, stem, timestamp, encoding
+        self._parts: list[AtomicFile] = []
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def new_part(self) -> IO[Any]:
+        """The handle of the next part (written under a temporary name until `commit`)."""
+        part = AtomicFile(self.out_dir / self.whole_name, encoding=self.encoding)
+        self._parts.append(part)
+        return part.handle
+
+    def commit(self, also_stale: Iterable[Path] = ()) -> list[Path]:
+        """Move every part into place; returns their paths, in part order."""
+        n = len(self._parts)
+        finals = [self.out_dir / self.whole_name] if n == 1 else [self.out_dir / slice_name(self.stem, i, self.timestamp)
+                                                                  for i in range(n)]
+        stale = [self.out_dir / self.whole_name, *existing_slices(self.out_dir, self.stem, self.timestamp), *also_stale]
+        for part, final in zip(self._parts, finals):
+            part.commit(final)
+        self._parts = []
+        keep = set(finals)
+        for path in stale:
+            if path not in keep and path.exists():
+                own_files.remove(path)
+        return finals
+
+    def abort(self) -> None:
+        for part in self._parts:
+            part.abort()
+        self._parts = []
 
 
 class _EncodedSection:
@@ -164,22 +210,20 @@ def write_trace(
         head_bytes = len(head) + 3  # "[", "]" and the newline
         total = head_bytes + int(row_bytes.sum()) - (0 if head else 1)
         ranges = [(0, rows)] if total <= slice_bytes else plan_slices(row_bytes, head_bytes, slice_bytes)
-        names = [whole_name] if len(ranges) == 1 else [slice_name(stem, n, timestamp) for n in range(len(ranges))]
-        stale = [out_dir / whole_name] + existing_slices(out_dir, stem, timestamp)
-        written: list[Path] = []
-        for name, (lo, hi) in zip(names, ranges):
-            with AtomicFile(out_dir / name, encoding=None) as out:
-                out.handle.write(b"[" + head)
+        files = SliceFiles(out_dir, whole_name, stem, timestamp)
+        try:
+            for lo, hi in ranges:
+                handle = files.new_part()
+                handle.write(b"[" + head)
                 empty = not head
                 for section in encoded:
-                    if section.copy(out.handle, lo, hi, skip_first=empty):
+                    if section.copy(handle, lo, hi, skip_first=empty):
                         empty = False
-                out.handle.write(b"]\n")
-            written.append(out_dir / name)
+                handle.write(b"]\n")
+            return files.commit()
+        except BaseException:
+            files.abort()
+            raise
     finally:
         for section in encoded:
             section.discard()
-    for path in stale:
-        if path not in written:
-            path.unlink(missing_ok=True)
-    return written

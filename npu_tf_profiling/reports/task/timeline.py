@@ -45,9 +45,8 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.raw_format import own_files
-from npu_tf_profiling.raw_format.atomic import AtomicFile
 from npu_tf_profiling.reports.encoders import chrome_trace
-from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES, MIN_SLICE_BYTES, existing_slices, slice_name
+from npu_tf_profiling.reports.encoders.trace_slices import DEFAULT_SLICE_BYTES, MIN_SLICE_BYTES, SliceFiles
 from npu_tf_profiling.reports.task.classify import TASK_TYPES
 from npu_tf_profiling.reports.task.table import TaskTable
 
@@ -99,7 +98,7 @@ class SplitTimelineWriter:
         self._process_meta: dict[int, list[str]] = {}
         self._thread_meta: dict[tuple[int, int], list[str]] = {}
         self._meta_bytes = 0
-        self._parts: list[AtomicFile] = []
+        self._files = SliceFiles(self.out_dir, f"{MSPROF_STEM}_{timestamp}.json", MSPROF_STEM, timestamp, encoding="ascii")
         self._counts: list[int] = []
         self._handle: Any = None
         self._used = 0
@@ -123,9 +122,7 @@ class SplitTimelineWriter:
 
     # ----- files ------------------------------------------------------------------------------
     def _open(self) -> None:
-        part = AtomicFile(self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json", encoding="ascii")
-        self._parts.append(part)
-        self._handle = part.handle
+        self._handle = self._files.new_part()
         self._counts.append(0)
         self._handle.write("[")
         self._used = 1
@@ -178,26 +175,17 @@ class SplitTimelineWriter:
 
     def finish(self) -> TimelineParts:
         """Close the last file and move the files into place (removing stale parts of this <ts>)."""
-        if self._handle is None and not self._parts:
+        if self._handle is None and not len(self._files):
             self._open()
         if self._handle is not None:
             self._close()
-        whole = self.out_dir / f"{MSPROF_STEM}_{self.timestamp}.json"
-        n = len(self._parts)
-        finals = [whole] if n == 1 else [self.out_dir / slice_name(MSPROF_STEM, i, self.timestamp) for i in range(n)]
-        for part, final in zip(self._parts, finals):
-            part.commit(final)
-        keep = set(finals)
         earlier = [p for p in self.out_dir.glob(f"{MSPROF_STEM}_{self.timestamp}_*.json") if _is_earlier_part(p.name, self.timestamp)]
-        for stale in [whole, *existing_slices(self.out_dir, MSPROF_STEM, self.timestamp), *earlier]:
-            if stale not in keep and stale.exists():
-                own_files.remove(stale)
+        finals = self._files.commit(also_stale=earlier)
         return TimelineParts(paths=finals, events=list(self._counts), budget_bytes=self.budget)
 
     def abort(self) -> None:
         self._handle = None
-        for part in self._parts:
-            part.abort()
+        self._files.abort()
 
 
 def _is_earlier_part(name: str, timestamp: str) -> bool:
