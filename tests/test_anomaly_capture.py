@@ -241,6 +241,22 @@ def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_r
     assert 10_350 - 300 > QUIET_ITERATIONS >= 500 - 300
 
 
+def test_a_synchronous_jobs_stretch_on_every_rank_is_pinned_on_the_rank_whose_own_time_grew(tmp_path: Path, capsys) -> None:
+    """Rank 1's forward pass slows in steps 5-6; the all-reduce makes ranks 0 and 2 wait, so all three detect it."""
+    write_cluster(tmp_path, ClusterPlan(ranks=3, steps=12, slow={1: ("compute", 6000.0)}, slow_steps={1: (5, 6)}))
+    for device in sorted(tmp_path.glob("PROF_*/device_*")):
+        (device / "data" / "anomalies.jsonl").write_text(
+            json.dumps({"kind": "anomaly", "model_id": 1, "first_slow": 5, "last_slow": 6}) + "\n")
+    assert main(["cluster", str(tmp_path)]) == 0
+    verdict = capsys.readouterr().out
+    assert ("anomaly_capture: iterations 5..6 slow on 3 ranks (0, 1, 2) at once, but only the own time (FP to BP + "
+            "Data Aug Bound) of rank 1 (+") in verdict
+    assert "the others waited for it in the all-reduce, a slow rank, not a shared cause" in verdict
+    (group,) = json.loads((tmp_path / "npu_tf_prof_cluster" / "anomalies.json").read_text())["groups"]
+    assert group["own_time_grew"] == [1] and not group["shared"]
+    assert group["own_growth_us"]["1"] == pytest.approx(6000.0, rel=0.15)  # the planted 6 ms, through 5% jitter
+
+
 def test_cluster_lists_each_ranks_anomalies_and_which_were_shared(tmp_path: Path, capsys) -> None:
     write_cluster(tmp_path, ClusterPlan(ranks=3, steps=10, groups=1))
     for device in sorted(tmp_path.glob("PROF_*/device_*")):

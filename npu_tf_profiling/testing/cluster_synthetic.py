@@ -38,6 +38,7 @@ class ClusterPlan:
     jitter: float = 0.05  # relative noise on every phase, per rank and step
     groups: int = 1  # all-reduce groups (split evenly over the communication time)
     slow: dict[int, tuple[str, float]] = field(default_factory=dict)  # rank -> ("input"|"compute", extra µs)
+    slow_steps: dict[int, tuple[int, int]] = field(default_factory=dict)  # rank -> its slow steps first..last (default: all)
     clock_offset_us: dict[int, float] = field(default_factory=dict)
     hosts: dict[int, str] = field(default_factory=dict)  # default: one host "node0"
     drop: dict[int, set[int]] = field(default_factory=dict)  # rank -> steps left out of its file
@@ -66,7 +67,8 @@ def simulate_arrays(plan: ClusterPlan) -> Simulated:
     fpbp = plan.fp_bp * noise()
     refresh = plan.refresh * np.abs(noise())
     for rank, (kind, extra) in plan.slow.items():
-        (aug if kind == "input" else fpbp)[:, rank] += extra
+        first, last = plan.slow_steps.get(rank, (1, s))
+        (aug if kind == "input" else fpbp)[first - 1:last, rank] += extra
     prev_end = np.full(n, T0)
     ends = np.empty((s, n))
     for i in range(s):  # each step starts where the rank's previous one ended

@@ -146,7 +146,7 @@ def write_cluster_analysis(root: Path | str, output_dir: Path | str | None = Non
             if fragments is not None:
                 shutil.rmtree(fragments, ignore_errors=True)
     timeline_notes = [note for p in analysis.ranks for note in p.timeline_notes] + [note for _, notes in written for note in notes]
-    anomalies = cluster_anomalies(folders)  # each rank's anomaly_capture anomalies, and which were shared
+    anomalies = cluster_anomalies(folders, analysis.rows)  # each rank's anomaly_capture anomalies, and whose own time grew
     timeline_notes += anomaly_notes(anomalies)
     if timeline_notes:
         analysis.report.notes.extend(timeline_notes)

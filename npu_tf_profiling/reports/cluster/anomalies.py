@@ -6,22 +6,38 @@ Here they are listed per rank, and grouped across ranks by their slow iterations
 group on several ranks points to a shared cause (input, the network, a common
 host), a group on one rank to that rank. ``cluster`` writes the listing as
 ``anomalies.json`` and adds one note per group to its verdict.
+
+In a synchronous job one rank's slowdown is every rank's: the others wait for it in
+the all-reduce, so each detects the same stretch. So a group on several ranks is
+judged by each rank's own time (FP to BP + Data Aug Bound, not the wait) over the
+stretch against its median elsewhere: when only some ranks' own time grew (at least
+OWN_SHARE of the largest growth), the group names them (``own_time_grew``) and is not
+called shared unless they are several.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
+
+import pandas as pd
 
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
+from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.step import records as raw_mod
 
 JSON_NAME = "anomalies.json"
 SHARED_GAP = 1  # iterations: ranks of one job detect one slowdown an iteration apart now and then
 MAX_NOTES = 10
+OWN_SHARE = 0.5  # a rank whose own time grew by this share of the largest growth in the group is among the causes
+# A growth counts only past the rank's own noise elsewhere (robust sigmas) and this share of its median own time.
+NOISE_SIGMAS, NOISE_SHARE = 3.0, 0.05
 
 
-def cluster_anomalies(folders: list[tuple[str, str]]) -> dict[str, Any]:
-    """``{"ranks": {rank: [anomaly, ...]}, "groups": [{"first", "last", "ranks", "shared"}, ...]}``."""
+def cluster_anomalies(folders: list[tuple[str, str]], rows: Optional[pd.DataFrame] = None) -> dict[str, Any]:
+    """``{"ranks": {rank: [anomaly, ...]}, "groups": [{"first", "last", "ranks", "shared", ...}, ...]}``.
+
+    ``rows``: the cluster's step rows (Index, Step, FP to BP Time, Data Aug Bound), to tell in a group on
+    several ranks whose own time grew (module docstring); without them, several ranks means shared."""
     per_rank: dict[int, list[dict[str, Any]]] = {}
     for _, device_dir in folders:
         rank_id = raw_mod.read_info(Path(device_dir)).rank_id
@@ -41,7 +57,32 @@ def cluster_anomalies(folders: list[tuple[str, str]]) -> dict[str, Any]:
             groups.append({"first": first, "last": last, "ranks": [rank]})
     for group in groups:
         group["shared"] = len(group["ranks"]) > 1
+        grew = _own_growth(rows, group) if group["shared"] else None
+        if grew:
+            top = max(grew.values())
+            group["own_growth_us"] = {str(rank): round(us, 1) for rank, us in sorted(grew.items())}
+            group["own_time_grew"] = sorted(rank for rank, us in grew.items() if us >= OWN_SHARE * top)
+            group["shared"] = len(group["own_time_grew"]) > 1
     return {"ranks": {str(rank): found for rank, found in sorted(per_rank.items())}, "groups": groups}
+
+
+def _own_growth(rows: Optional[pd.DataFrame], group: dict[str, Any]) -> Optional[dict[int, float]]:
+    """Per rank of the group: its mean own time (FP to BP + Data Aug Bound) over the stretch less its median
+    elsewhere, µs; None without rows, or when no rank's own time grew past its noise."""
+    if rows is None or not len(rows):
+        return None
+    own = rows[cst.FP_TO_BP].astype("float64").fillna(0.0) + rows[cst.DATA_AUG_BOUND].astype("float64").fillna(0.0)
+    inside = rows[cst.STEP].between(group["first"], group["last"])
+    grew, significant = {}, False
+    for rank in group["ranks"]:
+        mine = rows[cst.INDEX] == rank
+        during, elsewhere = own[mine & inside], own[mine & ~inside]
+        if len(during) and len(elsewhere):
+            median = float(elsewhere.median())
+            grew[rank] = float(during.mean()) - median
+            spread = 1.4826 * float((elsewhere - median).abs().median())  # the MAD as a standard deviation
+            significant |= grew[rank] > max(NOISE_SIGMAS * spread, NOISE_SHARE * median)
+    return grew if significant else None
 
 
 def anomaly_notes(listing: dict[str, Any]) -> list[str]:
@@ -50,8 +91,16 @@ def anomaly_notes(listing: dict[str, Any]) -> list[str]:
     for group in listing["groups"][:MAX_NOTES]:
         span = f"iteration {group['first']}" if group["first"] == group["last"] else f"iterations {group['first']}..{group['last']}"
         ranks = ", ".join(map(str, group["ranks"]))
-        why = (f"on {len(group['ranks'])} ranks ({ranks}) at once: a shared cause" if group["shared"]
-               else f"on rank {ranks} alone")
+        causes = group.get("own_time_grew")
+        if causes is not None and len(causes) < len(group["ranks"]):
+            named = ", ".join(f"{r} (+{group['own_growth_us'][str(r)]:,.0f} us)" for r in causes)
+            why = (f"on {len(group['ranks'])} ranks ({ranks}) at once, but only the own time (FP to BP + Data Aug Bound) of "
+                   f"rank{'s' if len(causes) > 1 else ''} {named} an iteration grew: the others waited for it in the all-reduce"
+                   + ("" if group["shared"] else ", a slow rank, not a shared cause"))
+        elif group["shared"]:
+            why = f"on {len(group['ranks'])} ranks ({ranks}) at once: a shared cause"
+        else:
+            why = f"on rank {ranks} alone"
         notes.append(f"anomaly_capture: {span} slow {why} (see {JSON_NAME})")
     if len(listing["groups"]) > MAX_NOTES:
         notes.append(f"anomaly_capture: {len(listing['groups']) - MAX_NOTES} more slow stretch(es) in {JSON_NAME}")
