@@ -28,7 +28,9 @@ def model_findings(ev: ModelEvidence) -> list[Finding]:
     found: list[Finding] = []
     for rule in (*rules_data.RULES, *rules_overhead.RULES, *rules_runs.RULES):
         found.extend(rule(ev))
-    covered = sum(f.expected_gain_pct or 0.0 for f in found if f.rule == "per-call overhead") / 100.0
+    # The host time other findings already claim: per-call overhead's, and the extra runs' calls' part (rules_runs).
+    covered = sum((f.expected_gain_pct or 0.0) if f.rule == "per-call overhead" else f.evidence.get("host_credit_pct", 0.0)
+                  for f in found) / 100.0
     found.extend(rules_host.host_python(ev, covered))
     found.extend(rules_host.gc_pauses(ev))
     found.extend(rules_host.saturated_cpu(ev))

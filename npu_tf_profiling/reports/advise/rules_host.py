@@ -20,7 +20,7 @@ SATURATED_CPU_PCT = 90.0
 
 
 def host_python(ev: ModelEvidence, covered: float) -> list[Finding]:
-    """`covered`: the part of h another finding already claims (per-call overhead), not counted twice."""
+    """`covered`: the part of h other findings already claim (per-call overhead, the extra runs' calls), not counted twice."""
     h = ev.host_share() - covered - _gc_share(ev)
     if h < MIN_HOST_SHARE:
         return []
