@@ -13,6 +13,9 @@ Demonstrations (one rank misbehaves on purpose):
     --slow-rank 2 --slow-input-ms 40      rank 2's input pipeline sleeps 40 ms per batch
     --slow-rank 1 --slow-compute-ms 40    rank 1's forward pass sleeps 40 ms per step
     --kill-rank 1 --kill-at-step 12       rank 1 dies (SIGKILL) in step 12, right after its all-reduce
+    --regime-rank 1 --regime-steps 26-28  rank 1's forward pass sleeps 400 ms in steps 26-28 only; with
+      --anomaly-capture every rank detects the stretch (the others wait in the all-reduce), captures its
+      tasks, and the cluster verdict pins it on rank 1
 
 Profiling is switched on through NPURunConfig(profiling_config=...) by default,
 or through PROFILING_MODE/PROFILING_OPTIONS with ``--via env``; ``--task-trace``
@@ -54,15 +57,22 @@ EXIT_BAD_OUTPUT = 2
 HOST_SWITCHES = {"with_stack": True, "gc_detect_threshold": 1, "host_sys": "cpu,mem", "profile_memory": True}
 
 
-def profiling_options(output: str, task_trace: bool, host_switches: bool = False) -> str:
+def profiling_options(output: str, task_trace: bool, host_switches: bool = False, anomaly_capture: bool = False) -> str:
     """The profiling_options JSON: the step trace on every step, tasks (FULL_TRACE) on steps 10-12 only;
-    and, with `host_switches`, what the host does (HOST_SWITCHES) in every rank."""
-    options = {"output": output, "training_trace": "on"}
+    with `host_switches`, what the host does (HOST_SWITCHES) in every rank; with `anomaly_capture`, each
+    rank's own capture of slow stretches (its defaults)."""
+    options = {"output": output, "training_trace": "on", **({"anomaly_capture": "on"} if anomaly_capture else {})}
     if task_trace:
         options.update({"task_trace": "on", "start_step": 10, "stop_step": 12})
     if host_switches:
         options.update(HOST_SWITCHES)
     return json.dumps(options)
+
+
+def _steps(text: str) -> tuple[int, int]:
+    """``A-B`` (or ``A``): steps A through B, counting from 1."""
+    first, _, last = text.partition("-")
+    return int(first), int(last or first)
 
 
 def _rank_from_tf_config() -> int:
@@ -79,6 +89,7 @@ def _worker(args: argparse.Namespace) -> int:
     slow = rank == args.slow_rank
     input_sleep = args.slow_input_ms / 1000.0 if slow else 0.0
     compute_sleep = args.slow_compute_ms / 1000.0 if slow else 0.0
+    regime = _steps(args.regime_steps) if rank == args.regime_rank else None
     kill_at = args.kill_at_step if rank == args.kill_rank else None
 
     def input_fn():
@@ -109,6 +120,17 @@ def _worker(args: argparse.Namespace) -> int:
             stall = tf.py_function(wait, [hidden[0, 0]], tf.float32)  # in the forward pass, between the layers
             with tf.control_dependencies([stall]):
                 hidden = tf.identity(hidden)
+        if regime is not None and mode == tf.estimator.ModeKeys.TRAIN:
+            first, last = regime
+
+            def wait_in_regime(v, step):
+                if first <= int(step) + 1 <= last:  # the step being run, counting from 1
+                    time.sleep(args.regime_ms / 1000.0)
+                return v
+
+            stall = tf.py_function(wait_in_regime, [hidden[0, 0], tf.train.get_or_create_global_step()], tf.float32)
+            with tf.control_dependencies([stall]):
+                hidden = tf.identity(hidden)
         logits = tf.layers.dense(hidden, CLASSES, name="logits")
         loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
         if mode == tf.estimator.ModeKeys.EVAL:
@@ -134,7 +156,7 @@ def _worker(args: argparse.Namespace) -> int:
     common = dict(train_distribute=strategy, model_dir=args.model_dir, save_checkpoints_steps=1000,
                   log_step_count_steps=None, save_summary_steps=1000)
     if args.via == "config":
-        options = profiling_options(args.output, args.task_trace, args.host_switches)
+        options = profiling_options(args.output, args.task_trace, args.host_switches, args.anomaly_capture)
         config = NPURunConfig(profiling_config=ProfilingConfig(enable_profiling=True, profiling_options=options), **common)
     else:  # PROFILING_MODE / PROFILING_OPTIONS are in the environment (the launcher sets them)
         config = tf.estimator.RunConfig(**common)
@@ -236,7 +258,8 @@ def launch_local_workers(
         if via == "env":
             env["PROFILING_MODE"] = "true"
             env["PROFILING_OPTIONS"] = profiling_options(str(output), "--task-trace" in (extra_args or []),
-                                                         "--host-switches" in (extra_args or []))
+                                                         "--host-switches" in (extra_args or []),
+                                                         "--anomaly-capture" in (extra_args or []))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--output", str(output), "--model-dir", model_dir,
                "--steps", str(steps), "--via", via, *(extra_args or [])]
         with open(logs / f"worker_{rank}.log", "wb") as log:
@@ -283,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-trace", action="store_true", help="also capture the tasks of steps 10-12 (FULL_TRACE)")
     parser.add_argument("--host-switches", action="store_true",
                         help="also record the host: with_stack, gc_detect_threshold, host_sys, profile_memory")
+    parser.add_argument("--anomaly-capture", action="store_true",
+                        help="each rank captures the tasks of its slow stretches itself (anomaly_capture: on)")
+    parser.add_argument("--regime-rank", type=int, default=None, help="this rank's forward pass sleeps --regime-ms ...")
+    parser.add_argument("--regime-steps", default="26-28", help="... in these steps only (A-B, counting from 1)")
+    parser.add_argument("--regime-ms", type=float, default=400.0)
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-at-step", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before the local workers are stopped")
@@ -301,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {output} already holds PROF_* folders of another run; give an empty --output", file=sys.stderr)
         return EXIT_BAD_OUTPUT
     extra: list[str] = (["--task-trace"] if args.task_trace else []) + (["--host-switches"] if args.host_switches else [])
+    extra += ["--anomaly-capture"] if args.anomaly_capture else []
+    if args.regime_rank is not None:
+        extra += ["--regime-rank", str(args.regime_rank), "--regime-steps", args.regime_steps, "--regime-ms", str(args.regime_ms)]
     if args.slow_rank is not None:
         extra += ["--slow-rank", str(args.slow_rank), "--slow-input-ms", str(args.slow_input_ms),
                   "--slow-compute-ms", str(args.slow_compute_ms)]

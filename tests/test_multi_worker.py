@@ -8,7 +8,9 @@ nothing hangs. Workers import this checkout (PYTHONPATH), not a stale install.
 
 * 2 workers, NPURunConfig, task_trace on steps 10-12: per-rank step traces, the cluster report, tasks in
   the merged timeline;
-* 3 workers, env vars, rank 2's input pipeline sleeps 120 ms a batch: slow in input;
+* 3 workers, env vars, rank 2's input pipeline sleeps 120 ms a batch: slow in input; and anomaly_capture on
+  in every rank, with rank 1's forward pass 400 ms slower in steps 32-34 of 40: each rank captures the stretch, and
+  the cluster pins it on rank 1;
 * 3 workers, NPURunConfig, rank 1's forward pass sleeps: slow in compute; the host switches on
   (with_stack, gc_detect_threshold, host_sys, profile_memory): every rank records its own host;
 * 2 workers, rank 1 killed in step 12 after its all-reduce: missing step.
@@ -27,6 +29,7 @@ from tests.helpers.multi_worker_jobs import STEPS, run_job
 from tests.helpers.raw_fixtures import assert_step_trace_formulas
 
 pytestmark = pytest.mark.timeout(150)
+SLOW_INPUT_STEPS, REGIME = 40, (32, 34)
 
 
 def rank_folders(out: Path) -> dict[int, Path]:
@@ -61,7 +64,11 @@ def slow_input(tmp_path_factory):
     spread 3-7 ms, so rank 2 was an outlier in only 11 of 30 steps and the verdict fell back to "likely
     input" (one CI failure). The sleep is the effect under test; 120 ms puts it clear of that noise in most runs,
     and where the fast ranks' spread still defeats the 3-rank test (35-45 ms seen), the test takes "likely input"."""
-    return run_job(tmp_path_factory, "slow_input", 3, via="env", extra=["--slow-rank", "2", "--slow-input-ms", "120"])
+    # and, with anomaly_capture in every rank, rank 1's forward pass 400 ms slower in steps REGIME only (after the
+    # baseline's 20 iterations and the reference capture, which came at 24-26)
+    return run_job(tmp_path_factory, "slow_input", 3, via="env", steps=SLOW_INPUT_STEPS,
+                   extra=["--slow-rank", "2", "--slow-input-ms", "120", "--anomaly-capture", "--regime-rank", "1",
+                          "--regime-steps", f"{REGIME[0]}-{REGIME[1]}"])
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +137,24 @@ def test_slow_input_rank_is_named_and_the_others_wait(slow_input, capsys):
     reduce = {int(r): w["median_reduce_us"] for r, w in verdict["wait"]["ranks"].items()}
     assert reduce[0] > reduce[2] + 20_000 and reduce[1] > reduce[2] + 20_000, reduce
     assert "SLOW RANK 2: cause input" in printed or "SLOW RANK 2: cause likely input" in printed
-    assert len([r for r in rows if r["Type"] == "rank"]) == 3 * STEPS
+    assert len([r for r in rows if r["Type"] == "rank"]) == 3 * SLOW_INPUT_STEPS
+
+
+def test_each_rank_captures_the_stretch_and_the_cluster_pins_it_on_the_rank_whose_compute_slowed(slow_input, capsys):
+    """Rank 1's forward pass sleeps 400 ms in steps 32-34: every rank is slowed (the all-reduce waits for rank 1) and
+    detects it with its own anomaly_capture; only rank 1's own time (FP to BP + Data Aug Bound) grew."""
+    out, _ = slow_input
+    for rank, prof in rank_folders(out).items():
+        lines = [json.loads(line) for line in (prof / f"device_{rank}" / "data" / "anomalies.jsonl").read_text().splitlines()]
+        assert [line["kind"] for line in lines].count("reference") == 1, (rank, lines)
+        (regime,) = [a for a in lines if a["kind"] == "anomaly" and a["first_slow"] <= REGIME[1] and a["last_slow"] >= REGIME[0]]
+        assert regime["first_slow"] == REGIME[0] and regime["captured"], (rank, regime)  # its own capture, in the stretch
+    verdict, _, printed = cluster(out, capsys)
+    (group,) = [g for g in json.loads((out / "npu_tf_prof_cluster" / "anomalies.json").read_text())["groups"]
+                if g["first"] <= REGIME[1] and g["last"] >= REGIME[0]]
+    assert group["ranks"] == [0, 1, 2] and group["own_time_grew"] == [1] and not group["shared"], group
+    assert group["own_growth_us"]["1"] > 300_000, group  # the 400 ms sleep, most of it in the stretch's iterations
+    assert "only the own time (FP to BP + Data Aug Bound) of rank 1 (+" in printed
 
 
 def test_slow_compute_rank_is_named_and_the_others_wait(slow_compute, capsys):

@@ -26,16 +26,16 @@ SAMPLE = _sample()
 
 
 def run_job(tmp_path_factory, name: str, workers: int, via: str = "config", extra: list[str] | None = None,
-            expect_death: int | None = None) -> tuple[Path, dict[int, int]]:
+            expect_death: int | None = None, steps: int = STEPS) -> tuple[Path, dict[int, int]]:
     """Run one job into a fresh folder; returns (output folder, rank -> exit code)."""
     out = tmp_path_factory.mktemp(name)
-    return out, run_job_into(out, workers, via, extra, expect_death)
+    return out, run_job_into(out, workers, via, extra, expect_death, steps)
 
 
 def run_job_into(out: Path, workers: int, via: str = "config", extra: list[str] | None = None,
-                 expect_death: int | None = None) -> dict[int, int]:
+                 expect_death: int | None = None, steps: int = STEPS) -> dict[int, int]:
     """Run one job into `out`; returns rank -> exit code."""
     return SAMPLE.launch_local_workers(
-        out, workers, STEPS, via, extra or [], timeout=JOB_TIMEOUT_S, grace=3.0, expect_death=expect_death,
+        out, workers, steps, via, extra or [], timeout=JOB_TIMEOUT_S, grace=3.0, expect_death=expect_death,
         extra_env={"PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
