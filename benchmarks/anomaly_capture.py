@@ -15,6 +15,7 @@ alone), with the option at its defaults unless ``--settings`` says otherwise:
 Usage:
     .venv/bin/python benchmarks/anomaly_capture.py [--mode tf1|tf2] [--steps 10000] [--settings JSON] [--keep DIR]
     .venv/bin/python benchmarks/anomaly_capture.py --mode tf1 --recall 60 --regime 3   (the recall run alone)
+    .venv/bin/python benchmarks/anomaly_capture.py --mode tf1 --recall 20 --regime 10 --slow-ms 20   (shorter slow iterations)
 """
 from __future__ import annotations
 
@@ -55,7 +56,11 @@ def main() -> None:
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--recall", type=int, default=0, help="run only the recall run, with this many regimes")
     parser.add_argument("--spacing", type=int, default=400, help="iterations between the recall run's regimes")
+    parser.add_argument("--slow-ms", type=float, default=400.0,
+                        help="the planted iterations' sleep: detection waits for the reader's next drain (0.1 s), so "
+                             "shorter slow iterations are detected more iterations late")
     args = parser.parse_args()
+    os.environ["SLOW_SLEEP_S"] = str(args.slow_ms / 1000.0)  # the script's planted sleep, for every run below
     settings = json.loads(args.settings)
     root = args.keep or Path(tempfile.mkdtemp(prefix="anomaly_bench_"))
     started = time.monotonic()

@@ -1,6 +1,7 @@
 """Training with planted slow iterations, for the anomaly_capture and watch tests.
 
-Usage: anomaly_train.py tf1|tf2 STEPS SPIKE REGIME_START REGIME_END [EVERY COUNT]   (env STEP_SLEEP_S: seconds to sleep per step)
+Usage: anomaly_train.py tf1|tf2 STEPS SPIKE REGIME_START REGIME_END [EVERY COUNT]   (env STEP_SLEEP_S: seconds to sleep per step;
+SLOW_SLEEP_S: the planted iterations' sleep, default 0.4)
 
 A small MLP; its step runs, under a `tf.cond` on the step number, a chain of
 matmuls named ``slow_regime/...`` at iteration SPIKE and at iterations
@@ -25,7 +26,8 @@ mode, steps, spike, regime_start, regime_end = sys.argv[1], *map(int, sys.argv[2
 every, count = (int(sys.argv[6]), int(sys.argv[7])) if len(sys.argv) > 7 else (regime_end - regime_start + 1, 1)
 pause = float(os.environ.get("STEP_SLEEP_S", "0"))
 SLOW_SIZE, SLOW_CHAIN = 256, 4  # a few ms of matmuls
-SLOW_SLEEP_S = 0.4  # and a sleep: far above this loaded host's noise (up to ~70 ms seen), at no CPU cost
+# and a sleep: far above this loaded host's noise (up to ~70 ms seen), at no CPU cost; env SLOW_SLEEP_S for shorter ones
+SLOW_SLEEP_S = float(os.environ.get("SLOW_SLEEP_S", "0.4"))
 x_data = np.random.default_rng(0).normal(size=(256, 8)).astype(np.float32)
 slow_seed = np.random.default_rng(1).normal(size=(SLOW_SIZE, SLOW_SIZE)).astype(np.float32) / SLOW_SIZE
 
