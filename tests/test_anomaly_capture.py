@@ -28,7 +28,7 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
-from npu_tf_profiling.reports.anomalies import read_anomaly_lines
+from npu_tf_profiling.reports.anomalies import read_anomaly_lines, render_anomaly
 from npu_tf_profiling.reports.advise.engine import summary_with_top_finding
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
@@ -235,6 +235,7 @@ def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_r
         (500, [501, 502], "", True),  # the regime: traced from 501 in case, kept as 501 was slow too
         (10_350, [10_351, 10_352], "", False)]  # quiet again for QUIET_ITERATIONS: at once
     assert anomalies[1]["traced_in_case"] == [301] and anomalies[1]["slow_iterations"] == 1  # dropped: no capture
+    assert render_anomaly(anomalies[1])[-1] == "  traced in case it went on, then dropped: iterations 301"  # the summary says so
     assert anomalies[2]["persisted"] and anomalies[2]["still_slow"] == [501, 502]
     # each judged slow iteration once (503 holds the writing of the trace: not judged)
     assert (anomalies[2]["last_slow"], anomalies[2]["slow_iterations"]) == (502, 3)
