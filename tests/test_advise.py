@@ -15,7 +15,7 @@ import pytest
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.raw_format import host_usage, layout
 from npu_tf_profiling.raw_format.host_samples import encode_gc_pause, encode_samples, encode_stack
-from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, OTHER_RUN, CallSite, encode_call_sites
+from npu_tf_profiling.raw_format.call_sites import CALL_SITES_FILE, OTHER_RUN, CallSite, CallSites, encode_call_sites
 from npu_tf_profiling.raw_format.other_runs import encode_other_run
 from npu_tf_profiling.reports.advise.engine import advise_prof_dir, summary_with_top_finding
 from npu_tf_profiling.reports.advise.findings import JSON_SCHEMA
@@ -68,6 +68,11 @@ def test_a_serial_map_without_prefetch_gets_its_line_a_diff_and_a_gain_from_getn
     # the numpy_function in the second map: the line, and why parallel calls do not help it
     assert found["tf.data py_function"]["where"] == _line(TF2_SCRIPT, "py_function")
     assert "GIL" in found["tf.data py_function"]["action"]
+    # its gain: the wait a pipeline on the free cores P would leave, g - max(0, I/P - C), I = g without a prefetch
+    py = found["tf.data py_function"]
+    g_py, cores = py["evidence"]["input_share_pct"] / 100, py["evidence"]["free_cores"]
+    made = g_py + (1 - g_py) if tfdata["evidence"]["prefetch_present"] else g_py
+    assert py["expected_gain_pct"] == pytest.approx(100 * (g_py - max(0.0, made / cores - (1 - g_py))), abs=0.15)
     assert "ds = ds.map(slow)  # advise: map" in TF2_SCRIPT.read_text()  # the diff is printed, never applied
     assert main(["advise", str(prof), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -267,3 +272,13 @@ def test_a_parallelism_gain_is_at_most_the_idle_cores_share(tmp_path: Path) -> N
     capped = _by_rule(prof)["tf.data parallelism"]
     assert capped["expected_gain_pct"] == 10.0 and capped["evidence"]["busy_cores"] == 3.6
     assert "at most 1 - B/N = 0.100" in capped["gain_formula"]
+
+
+def test_free_cores_count_the_process_own_busy_cores_as_its_load() -> None:
+    """The load average counts the training process's own threads: on 2 cores at load 2.2, a process keeping 1.2
+    cores busy leaves 1 free (counting it as one core left none); load 1.1 leaves 2 (1.9, rounded, not cut to 1)."""
+    assert CallSites(cpu_count=2, load_average=2.2).free_cores(1.2) == 1
+    assert CallSites(cpu_count=2, load_average=3.5).free_cores(1.2) == 1  # at least one
+    assert CallSites(cpu_count=2, load_average=1.1).free_cores() == 2
+    assert CallSites(cpu_count=8, load_average=5.0).free_cores(2.0) == 5
+    assert CallSites(load_average=1.0).free_cores() is None

@@ -71,7 +71,6 @@ class CallSites:
     def of(self, api: str) -> list[CallSite]:
         return [s for s in self.sites if s.api == api]
 
-
     def free_cores(self, own_busy: float | None = None) -> int | None:
         """The cores a parallel pipeline can count on: the host's, less the load of everything else (at least 1).
 
