@@ -46,18 +46,21 @@ def cluster_anomalies(folders: list[tuple[str, str]], rows: Optional[pd.DataFram
                  if a.get("kind") == "anomaly" and isinstance(a.get("first_slow"), int) and isinstance(a.get("last_slow"), int)]
         if found:
             per_rank[rank] = found
-    spans = sorted((a["first_slow"], a["last_slow"], rank) for rank, found in per_rank.items() for a in found)
+    spans = sorted((a["first_slow"], a["last_slow"], rank, a.get("model_id")) for rank, found in per_rank.items() for a in found)
     groups: list[dict[str, Any]] = []
-    for first, last, rank in spans:
+    models: list[set[object]] = []  # per group: the Model IDs of its anomalies (whose rows `_own_growth` reads)
+    for first, last, rank, model in spans:
         if groups and first <= groups[-1]["last"] + SHARED_GAP:
             group = groups[-1]
             group["last"] = max(group["last"], last)
             group["ranks"] = sorted(set(group["ranks"]) | {rank})
+            models[-1].add(model)
         else:
             groups.append({"first": first, "last": last, "ranks": [rank]})
-    for group in groups:
+            models.append({model})
+    for group, group_models in zip(groups, models):
         group["shared"] = len(group["ranks"]) > 1
-        grew = _own_growth(rows, group) if group["shared"] else None
+        grew = _own_growth(rows, group, group_models) if group["shared"] else None
         if grew:
             top = max(grew.values())
             group["own_growth_us"] = {str(rank): round(us, 1) for rank, us in sorted(grew.items())}
@@ -66,11 +69,12 @@ def cluster_anomalies(folders: list[tuple[str, str]], rows: Optional[pd.DataFram
     return {"ranks": {str(rank): found for rank, found in sorted(per_rank.items())}, "groups": groups}
 
 
-def _own_growth(rows: Optional[pd.DataFrame], group: dict[str, Any]) -> Optional[dict[int, float]]:
+def _own_growth(rows: Optional[pd.DataFrame], group: dict[str, Any], models: set[object]) -> Optional[dict[int, float]]:
     """Per rank of the group: its mean own time (FP to BP + Data Aug Bound) over the stretch less its median
-    elsewhere, µs; None without rows, or when no rank's own time grew past its noise."""
+    elsewhere, µs, in the rows of the anomalies' models; None without rows, or when no rank's own time grew past its noise."""
     if rows is None or not len(rows):
         return None
+    rows = rows[rows[cst.MODEL_ID].isin(models)]
     own = rows[cst.FP_TO_BP].astype("float64").fillna(0.0) + rows[cst.DATA_AUG_BOUND].astype("float64").fillna(0.0)
     inside = rows[cst.STEP].between(group["first"], group["last"])
     grew, significant = {}, False
