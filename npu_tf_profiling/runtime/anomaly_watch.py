@@ -32,7 +32,7 @@ iteration later for it, the unconfirmed slow iteration arms task_trace at once, 
 next iteration the training thread starts is traced, and the confirmation (or not) of the next
 judged iteration makes it a capture or drops it. A dropped one is no capture (neither
 ``max_captures`` nor the cooldown counts it); its lone line names the iterations traced in case
-(``traced_in_case``: their tasks are in the task files), and past SPECULATIVE_LIMIT of them a
+(``traced_in_case``: their tasks are in the task files), and past IN_CASE_LIMIT of them a
 folder waits for the confirmation again. ``max_captures`` and ``cooldown`` (iterations after a
 capture before the next) bound the disk; ``storage_limit`` still caps everything.
 
@@ -63,7 +63,7 @@ KIND_LEFT_OUT = "left_out"
 # them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
 QUIET_ITERATIONS = 10_000
 UNCAPTURED_LINES = 100  # uncaptured anomalies (past max_captures, in a cooldown) written; past that, only counted
-SPECULATIVE_LIMIT = 100  # traces armed in case a lone slow iteration goes on (module docstring); past that, none
+IN_CASE_LIMIT = 100  # traces armed in case a slow iteration goes on (module docstring); past that, none
 
 
 @dataclass
@@ -124,7 +124,7 @@ class AnomalyWatch:
         self._uncaptured = 0
         self._last_lone: dict[int, int] = {}  # per model: the last lone slow iteration
         self._pending: dict[int, tuple[int, float, float]] = {}  # per model: a slow iteration awaiting the next
-        self._in_case_armed = 0  # traces armed in case (SPECULATIVE_LIMIT)
+        self._in_case_armed = 0  # traces armed in case (IN_CASE_LIMIT)
 
     @property
     def armed(self) -> bool:
@@ -271,7 +271,7 @@ class AnomalyWatch:
 
     def _arm_in_case(self, model_id: int, iteration_id: int, time_us: float, baseline: float) -> None:
         """Trace the next iterations before the slow one is confirmed, where a capture could be taken now."""
-        if (self._armed is None and self._in_case_armed < SPECULATIVE_LIMIT and self._captures < self.settings.max_captures
+        if (self._armed is None and self._in_case_armed < IN_CASE_LIMIT and self._captures < self.settings.max_captures
                 and iteration_id >= self._next_allowed):
             self._in_case_armed += 1
             self._armed = self._anomaly(model_id, iteration_id, time_us, baseline)

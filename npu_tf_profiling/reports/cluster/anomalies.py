@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.anomalies import read_anomaly_lines
@@ -74,19 +75,18 @@ def _own_growth(rows: Optional[pd.DataFrame], group: dict[str, Any], models: set
     elsewhere, µs, in the rows of the anomalies' models; None without rows, or when no rank's own time grew past its noise."""
     if rows is None or not len(rows):
         return None
-    rows = rows[rows[cst.MODEL_ID].isin(models)]
+    rows = rows[rows[cst.MODEL_ID].isin(models) & rows[cst.INDEX].isin(group["ranks"])]  # one pass per group, not per rank
     own = rows[cst.FP_TO_BP].astype("float64").fillna(0.0) + rows[cst.DATA_AUG_BOUND].astype("float64").fillna(0.0)
     inside = rows[cst.STEP].between(group["first"], group["last"])
-    grew, significant = {}, False
-    for rank in group["ranks"]:
-        mine = rows[cst.INDEX] == rank
-        during, elsewhere = own[mine & inside], own[mine & ~inside]
-        if len(during) and len(elsewhere):
-            median = float(elsewhere.median())
-            grew[rank] = float(during.mean()) - median
-            spread = 1.4826 * float((elsewhere - median).abs().median())  # the MAD as a standard deviation
-            significant |= grew[rank] > max(NOISE_SIGMAS * spread, NOISE_SHARE * median)
-    return grew if significant else None
+    rank = rows[cst.INDEX]
+    elsewhere = own[~inside]
+    median = elsewhere.groupby(rank[~inside]).median()
+    spread = 1.4826 * (elsewhere - median.reindex(rank[~inside]).to_numpy()).abs().groupby(rank[~inside]).median()  # MAD as σ
+    grew = (own[inside].groupby(rank[inside]).mean() - median).dropna()
+    if grew.empty:
+        return None
+    noise = np.maximum(NOISE_SIGMAS * spread.reindex(grew.index), NOISE_SHARE * median.reindex(grew.index))
+    return {int(r): float(us) for r, us in grew.items()} if bool((grew > noise).any()) else None
 
 
 def anomaly_notes(listing: dict[str, Any]) -> list[str]:
