@@ -13,13 +13,13 @@ is stamped when everything the train op waits on has finished, so it is compared
 end of the last model op the train op (transitively) waits on.
 100 iterations keep the p95 estimate stable. On a machine busier than its CPU count (load
 average), a thread preempted between a stamp and its op, or a thread wakeup waiting for a CPU,
-lands in the tail whatever the probes do: there the p95 must stay within LOADED_P95_FACTOR
-times the limits (the medians are held to them always).
+lands in the tail whatever the probes do: on a run during which other processes took CPU
+(`tests/helpers/host_busy.py` measures it; the load average cannot) the p95 must stay within
+LOADED_P95_FACTOR times the limits (the medians are held to them always).
 """
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -27,6 +27,7 @@ import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from npu_tf_profiling.config.session_proto import write_request
+from tests.helpers.host_busy import OthersCpu
 from tests.helpers.models import session_mlp
 from tests.helpers.trace_files import only_prof_dir, raw_records
 
@@ -74,7 +75,7 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
     config.graph_options.rewrite_options.remapping = rewriter_config_pb2.RewriterConfig.OFF
     write_request(config, True, json.dumps({"output": str(tmp_path), "training_trace": "on"}))
     stats = []
-    with tf.Session(graph=graph, config=config) as sess:
+    with tf.Session(graph=graph, config=config) as sess, OthersCpu() as others:
         sess.run(init)
         for _ in range(WARMUP):
             sess.run(train_op)
@@ -98,9 +99,8 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
         errors["iteration_end"].append(abs(record["iteration_end"] - max(times[op][1] for op in waited if op in times)))
     p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
     medians = {name: float(np.median(values)) for name, values in errors.items()}
-    print("|probe - step stats| (us): p95", p95, "median", medians)
+    print("|probe - step stats| (us): p95", p95, "median", medians, others)
     limits = {name: GET_NEXT_END_P95_US if name == "get_next_end" else TOLERANCE_US for name in p95}
     median_limits = {**limits, "get_next_end": GET_NEXT_END_MEDIAN_US}
     assert all(medians[name] <= median_limits[name] for name in medians), medians
-    quiet = os.getloadavg()[0] <= (os.cpu_count() or 1)
-    assert all(p95[name] <= (1 if quiet else LOADED_P95_FACTOR) * limits[name] for name in p95), p95
+    assert all(p95[name] <= (1 if others.quiet else LOADED_P95_FACTOR) * limits[name] for name in p95), (p95, others)

@@ -12,6 +12,7 @@ import tensorflow.compat.v1 as tf
 
 from npu_tf_profiling.config.session_proto import write_request
 from npu_tf_profiling.reports import validate_chrome_trace
+from tests.helpers.host_busy import OthersCpu
 from tests.helpers.models import dense
 from tests.helpers.trace_files import only_prof_dir, step_trace_rows
 
@@ -36,7 +37,13 @@ def read_csv(path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-@pytest.mark.timing  # the train op's kernel within 100 µs of Iteration End: 184 µs beside a loaded second worker
+# The train op's kernel starts within TRAIN_OP_LATE_US of Iteration End: 184 µs beside a loaded second worker, and once
+# 161 µs right after the suite's parallel phase; on a run during which other processes took CPU (tests/helpers/host_busy.py),
+# LOADED_FACTOR times that.
+TRAIN_OP_LATE_US, LOADED_FACTOR = 100.0, 4.0
+
+
+@pytest.mark.timing
 def test_scheduled_task_trace_on_a_cnn(tmp_path) -> None:
     graph = tf.Graph()
     train_op, init = small_cnn(graph)
@@ -44,7 +51,7 @@ def test_scheduled_task_trace_on_a_cnn(tmp_path) -> None:
     options = {"output": str(tmp_path), "training_trace": "on", "task_trace": "on", "schedule": {"skip_first": 2, "active": 3, "repeat": 1}}
     write_request(config, True, json.dumps(options))
     executed: dict[int, Counter] = {}
-    with tf.Session(graph=graph, config=config) as sess:
+    with tf.Session(graph=graph, config=config) as sess, OthersCpu() as others:
         sess.run(init)
         for iteration in range(1, 11):
             metadata = tf.RunMetadata()  # the runtime fills the caller's RunMetadata on traced iterations
@@ -68,7 +75,8 @@ def test_scheduled_task_trace_on_a_cnn(tmp_path) -> None:
         iteration = int(task["Iteration ID"])
         start, duration = float(task["Task Start(us)"]), float(task["Task Duration(us)"])
         if task["Op Name"] == train_op.name:
-            assert ends[iteration] - 1 <= start <= ends[iteration] + 100, task
+            late_us = TRAIN_OP_LATE_US * (1 if others.quiet else LOADED_FACTOR)
+            assert ends[iteration] - 1 <= start <= ends[iteration] + late_us, (task, others)
         else:
             assert ends[iteration - 1] <= start and start + duration <= ends[iteration] + 1, task
     # op_summary counts equal the executed ops in TensorFlow's own step stats (ours excluded).

@@ -25,9 +25,12 @@ package while `tf.profiler.experimental` traces 100 of its calls, and prints
 TensorFlow's times for them (the fp op's start, the last gradient op's end, the
 end of the last model op the iteration end waits on), mapped to the epoch by
 eager `tf.timestamp()` anchors inside the trace. Each is held against the row
-of the same call. As in the Session accuracy test, on a machine busier than its
-CPU count the p95 may reach LOADED_P95_FACTOR times its bound (a thread
-preempted between an op and its stamp); the medians are held always.
+of the same call. As in the Session accuracy test, on a run during which other
+processes took CPU (`tests/helpers/host_busy.py`) the p95 may reach
+LOADED_P95_FACTOR times its bound (a thread preempted between an op and its
+stamp); the medians are held always. One CI run failed the bound at a load
+average of 1.7 (BP End p95 258 µs, median 8); on this idle host 8 runs gave
+BP End p95 9.3-21.7 µs (2026-12-07).
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.host_busy import OthersCpu
 from tests.helpers.trace_files import raw_records
 
 pytestmark = pytest.mark.timing
@@ -67,8 +71,9 @@ MIN_CALLS = {"2": 20, "3": 75}
 @pytest.mark.parametrize("step", ["mlp", "gan", "gan_no_return"])
 def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path, step: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
-    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), str(WARMUP), str(ITERATIONS), step], env=env,
-                          capture_output=True, text=True, timeout=240)
+    with OthersCpu() as others:
+        done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), str(WARMUP), str(ITERATIONS), step], env=env,
+                              capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     printed = json.loads(done.stdout.splitlines()[-1])
     windows, tf_2_16_or_later = printed["windows"], tuple(int(v) for v in printed["tensorflow"].split(".")[:2]) >= (2, 16)
@@ -109,10 +114,10 @@ def test_tf2_rows_match_tensorflow_profiler(tmp_path: Path, step: str) -> None:
     p95 = {p: float(np.percentile(np.abs(e), 95)) for p, e in signed.items()}
     medians = {p: float(np.median(np.abs(e))) for p, e in signed.items()}
     print("|row - tf.profiler| (us): p95", p95, "median", medians,
-          "signed median", {p: float(np.median(e)) for p, e in signed.items()}, "load", os.getloadavg()[0])
-    factor = 1 if os.getloadavg()[0] <= (os.cpu_count() or 1) else LOADED_P95_FACTOR
+          "signed median", {p: float(np.median(e)) for p, e in signed.items()}, others)
+    factor = 1 if others.quiet else LOADED_P95_FACTOR
     bounds = {p: LATEST_P95_US for p in POINTS} if tf_2_16_or_later else P95_US
     for point in held:
         mapping = windows[REFERENCE_LEVEL[point]]["anchor_error_us"]
         assert medians[point] <= MEDIAN_US[point] + mapping and p95[point] <= factor * bounds[point] + mapping, \
-            (point, medians, p95, mapping)
+            (point, medians, p95, mapping, others)
