@@ -28,7 +28,7 @@ import pytest
 
 from npu_tf_profiling.cli import main
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
-from npu_tf_profiling.reports.anomalies import read_anomaly_lines, render_anomaly
+from npu_tf_profiling.reports.anomalies import read_anomaly_lines, render_anomaly, render_dropped
 from npu_tf_profiling.reports.advise.engine import summary_with_top_finding
 from npu_tf_profiling.reports.step.summary import summarize_prof_dir
 from npu_tf_profiling.reports.exporters.tensorboard import REDUCE_TAG, TAGS
@@ -272,3 +272,62 @@ def test_cluster_lists_each_ranks_anomalies_and_which_were_shared(tmp_path: Path
     listing = json.loads((tmp_path / "npu_tf_prof_cluster" / "anomalies.json").read_text())
     assert sorted(listing["ranks"]) == ["0", "1"] and len(listing["ranks"]["0"]) == 2
     assert [(g["first"], g["last"], g["ranks"], g["shared"]) for g in listing["groups"]] == [(4, 6, [0, 1], True), (9, 9, [0], False)]
+
+
+def _feed_drained_late(watch: AnomalyWatch, times_us: list[float], drain_every: int, traced: set[int]) -> float:
+    """As `_feed`, but the reader sees the rows only every `drain_every` iterations, and each call starts with the
+    training thread's look (`IntervalGate`) on a synthetic clock: the interval between call starts is the iteration.
+    Returns the last iteration's end (µs)."""
+    gate, end, ids, ends = watch.gate(1), 0.0, [], []
+    for iteration, time_us in enumerate(times_us, start=1):
+        slow_s = gate.started(end / 1e6)
+        if slow_s:
+            gate.hint(iteration - 1, slow_s)
+        end += time_us + (2000.0 if watch.wants(iteration) else 0.0)
+        traced.update([iteration] if watch.armed or iteration in traced else [])
+        ids.append(iteration)
+        ends.append(end)
+        if iteration % drain_every == 0:
+            watch.observe(1, np.array(ids), np.array(ends))
+            ids, ends = [], []
+    return end
+
+
+def test_the_training_threads_look_traces_from_the_iteration_after_the_first_slow_one_between_drains() -> None:
+    """The reader drains every 50 iterations here; the look at each call's start arms the trace at once."""
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
+    times = [1000.0] * 600
+    for slow_at in (*range(302, 310), 420):  # a regime, then a lone spike (quiet run: captured at once too)
+        times[slow_at - 1] = 9000.0
+    _feed_drained_late(watch, times, drain_every=50, traced=set())
+    watch.close()
+    anomalies = [a for a in written if a["kind"] == "anomaly"]
+    assert [(a["first_slow"], a["captured"], a["persisted"]) for a in anomalies] == [
+        (302, [303, 304], True), (420, [421, 422], False)]  # without the look: traced from 351 and 451
+    # 302..309 judged by their rows, each once, but 305 (it holds the writing of the trace)
+    assert (anomalies[0]["still_slow"], anomalies[0]["last_slow"], anomalies[0]["slow_iterations"]) == ([303, 304], 309, 7)
+
+
+def test_a_look_whose_row_was_not_slow_is_dropped_with_a_line_and_detection_goes_on() -> None:
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
+    gate = watch.gate(1)
+    end = _feed_drained_late(watch, [1000.0] * 180, drain_every=60, traced=set())
+    assert gate.threshold_s == pytest.approx(3000e-6)  # the reader's published bound: max(3 x 1000, 1000 + 1000) µs
+    watch.hint(1, 181, 0.05)  # the host saw 181 take 50 ms between call starts (its row: 1 ms)
+    assert gate.threshold_s == float("inf")  # armed: no other look until the reader has judged
+    assert watch.wants(182)
+    watch.observe(1, np.array([181, 182]), np.array([end + 1000.0, end + 4000.0]))
+    (dropped,) = [line for line in written if line["kind"] == "dropped_in_case"]
+    assert (dropped["iteration"], dropped["traced_in_case"], dropped["row_us"]) == (181, [182], 1000.0)
+    assert render_dropped([dropped]) == ["anomaly_capture traced 1 time(s) in case at a slow call's start, then dropped: "
+                                         "iteration 181 took 50000.0 us between call starts, traced 182: its row took "
+                                         "1000 us, not slow"]  # the summary's line: why 182's tasks are in the task files
+    assert not watch.armed and not [a for a in written if a["kind"] == "anomaly"] and not watch.wants(183)
+    assert gate.threshold_s == pytest.approx(3000e-6)  # looking again
+    # 183 holds the writing of 182's trace: not judged; a slow 184 is then detected as usual
+    watch.observe(1, np.array([183, 184]), np.array([end + 5000.0, end + 14_000.0]))
+    assert watch.wants(185)
+    watch.close()
+    assert [(a["first_slow"], a["captured"]) for a in written if a["kind"] == "anomaly"] == [(184, [185])]

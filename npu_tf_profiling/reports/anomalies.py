@@ -24,6 +24,8 @@ from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.reports.prof_dir import ProfData
 
 KEY = "anomalies"
+DROPPED_KEY = "dropped_in_case"  # traces the training thread's look armed, dropped by the row's verdict (runtime.anomaly_watch)
+DROPPED_SHOWN = 5
 CHANGED_RATIO = 2.0  # an op at least this many times longer per iteration than in the reference has changed
 CHANGED_FLOOR_US = 20.0  # nor less than this added per iteration: below it, a kernel's time is timer noise
 CHANGED_SHARE = 0.005  # nor less than this share of the slowdown
@@ -97,6 +99,24 @@ def anomalies_of(data: ProfData) -> list[dict[str, Any]]:
                 entry["changed"] = what_changed(tasks, int(anomaly["model_id"]), iterations, reference["captured"], slowdown)
             out.append(entry)
     return out
+
+
+def dropped_traces_of(data: ProfData) -> list[dict[str, Any]]:
+    """Every device's traces armed by the training thread's look and dropped, with `device_id` (their tasks are in the
+    task files, so the summary says why they were traced)."""
+    return [dict(line, device_id=device.device_id) for device in data.devices
+            for line in read_anomaly_lines(device.device_dir) if line.get("kind") == DROPPED_KEY]
+
+
+def render_dropped(entries: list[dict[str, Any]]) -> list[str]:
+    """One line for them all, naming the first DROPPED_SHOWN."""
+    if not entries:
+        return []
+    named = "; ".join(f"iteration {e.get('iteration')} took {e.get('interval_us')} us between call starts, "
+                      f"traced {', '.join(map(str, e.get('traced_in_case') or [])) or 'nothing'}: {e.get('why')}"
+                      for e in entries[:DROPPED_SHOWN])
+    more = f"; and {len(entries) - DROPPED_SHOWN} more" if len(entries) > DROPPED_SHOWN else ""
+    return [f"anomaly_capture traced {len(entries)} time(s) in case at a slow call's start, then dropped: {named}{more}"]
 
 
 def slow_part(anomaly: dict[str, Any]) -> tuple[list[int], list[float]]:

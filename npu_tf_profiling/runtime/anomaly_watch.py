@@ -36,6 +36,16 @@ judged iteration makes it a capture or drops it. A dropped one is no capture (ne
 folder waits for the confirmation again. ``max_captures`` and ``cooldown`` (iterations after a
 capture before the next) bound the disk; ``storage_limit`` still caps everything.
 
+The reader sees an iteration only at its next drain (FAST_DRAIN_INTERVAL_S), which among
+short iterations is many iterations late. So the training thread takes a first look itself:
+each model's `IntervalGate` holds the slow threshold the reader last computed, and each call
+of the step compares the time since the previous call's start with it (one clock read and
+one comparison). An interval past it arms task_trace in case at once (`hint`), from the
+very next call; the reader's verdict on that iteration's row, when it comes, makes it what
+the reader would have armed itself (a capture on a quiet run, or an in-case trace awaiting the
+next iteration) or drops it with a ``dropped_in_case`` line (its row was not slow, or was
+never judged).
+
 Each capture becomes one line of ``anomalies.jsonl`` when its iterations and its
 slow stretch are over (or at exit): its first and last slow iteration, its
 factor against the baseline, the iterations captured, and whether they were
@@ -43,6 +53,7 @@ still slow (a lone spike: they were not).
 """
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 from collections import deque
@@ -58,6 +69,7 @@ REFERENCE_AFTER = 20  # steady iterations before the baseline is trusted (and th
 KIND_REFERENCE = "reference"
 KIND_ANOMALY = "anomaly"
 KIND_LEFT_OUT = "left_out"
+KIND_DROPPED = "dropped_in_case"  # a trace the training thread's look armed, whose row was not slow (module docstring)
 # A lone slow iteration in the last this many: a slow one needs a second in a row. At load 4-7 on 2 cores the
 # lone stalls came every ~1,500-2,000 iterations (benchmarks/anomaly_capture.py): a memory of 1,000 lapsed between
 # them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
@@ -85,6 +97,8 @@ class _Capture:
     slow_open: bool = True  # the slow stretch has not ended yet
     confirmed: bool = False  # armed by a second slow iteration in a row (lone ones were seen: module docstring)
     in_case: bool = False  # armed at the slow iteration itself, before the next one confirms it (module docstring)
+    hinted_s: float | None = None  # armed by the training thread's look (`hint`): the interval it saw, until the row's verdict
+    from_hint: bool = False
 
     def entry(self) -> dict[str, Any]:
         line: dict[str, Any] = {"kind": self.kind, "model_id": self.model_id, "baseline_us": round(self.baseline_us, 1),
@@ -103,6 +117,29 @@ class _Capture:
         elif self.traced_us is not None:
             line["traced_us"] = round(self.traced_us, 1)  # what later captured iterations are judged against
         return line
+
+
+class IntervalGate:
+    """The training thread's look at one model's iterations, before the reader drains them (module docstring).
+
+    `threshold_s` is written by the reader thread, read by the training thread: a float, replaced whole.
+    """
+
+    __slots__ = ("threshold_s", "last_start", "_watch", "_model_id")
+
+    def __init__(self, watch: "AnomalyWatch", model_id: int) -> None:
+        self.threshold_s = math.inf  # no look until the model's detection has started (its reference done)
+        self.last_start = 0.0
+        self._watch, self._model_id = watch, model_id
+
+    def started(self, now: float) -> float:
+        """A call of the step starts at `now` (perf_counter): the interval since the last start if past the threshold, else 0."""
+        interval, self.last_start = now - self.last_start, now
+        return interval if interval > self.threshold_s else 0.0
+
+    def hint(self, iteration_id: int, interval_s: float) -> None:
+        """Iteration `iteration_id` (the one just finished) took `interval_s` between call starts: past the threshold."""
+        self._watch.hint(self._model_id, iteration_id, interval_s)
 
 
 class AnomalyWatch:
@@ -125,6 +162,9 @@ class AnomalyWatch:
         self._last_lone: dict[int, int] = {}  # per model: the last lone slow iteration
         self._pending: dict[int, tuple[int, float, float]] = {}  # per model: a slow iteration awaiting the next
         self._in_case_armed = 0  # traces armed in case (IN_CASE_LIMIT)
+        self._gates: dict[int, IntervalGate] = {}
+        self._last_seen: dict[int, int] = {}  # per model: the last iteration the reader observed
+        self._last_traced: dict[int, int] = {}  # per model: the last iteration granted task_trace
 
     @property
     def armed(self) -> bool:
@@ -140,12 +180,42 @@ class AnomalyWatch:
                 return False
             if capture.start is None:
                 capture.start = iteration_id
-                # The iteration before holds the start of the tracing (tf.profiler's start on the TF2 path): not judged.
-                self._disturbed.setdefault(capture.model_id, set()).add(iteration_id - 1)
+                # The iteration before holds the start of the tracing (tf.profiler's start on the TF2 path): not judged;
+                # but a look's slow iteration had ended before it, and is the one to judge.
+                if not capture.from_hint:
+                    self._disturbed.setdefault(capture.model_id, set()).add(iteration_id - 1)
             if len(capture.captured) < self.settings.steps and iteration_id >= capture.start:
                 capture.captured.append(iteration_id)
+                self._last_traced[capture.model_id] = iteration_id
                 return True
             return False
+
+    def gate(self, model_id: int) -> IntervalGate:
+        """The model's gate for the training thread's look (made once; the reader keeps its threshold)."""
+        gate = self._gates.get(model_id)
+        if gate is None:
+            with self._lock:
+                gate = self._gates.setdefault(model_id, IntervalGate(self, model_id))
+        return gate
+
+    def hint(self, model_id: int, iteration_id: int, interval_s: float) -> None:
+        """The training thread saw iteration `iteration_id` take `interval_s` between call starts, past the
+        threshold: arm task_trace in case from the next call, where the reader could arm one now."""
+        with self._lock:
+            baseline = self._baseline(model_id)
+            if (baseline is None or self._armed is not None or model_id not in self._traced_baseline
+                    or self._in_open_stretch(model_id) or self._in_case_armed >= IN_CASE_LIMIT
+                    or self._captures >= self.settings.max_captures or iteration_id < self._next_allowed
+                    or iteration_id <= self._last_seen.get(model_id, 0)  # the reader judged it already
+                    or iteration_id <= self._last_traced.get(model_id, 0) + 1):  # traced, or writing a trace
+                return
+            self._in_case_armed += 1
+            capture = self._anomaly(model_id, iteration_id, interval_s * 1e6, baseline)
+            capture.in_case = capture.from_hint = True
+            capture.hinted_s = interval_s
+            self._armed = capture
+            for gate in self._gates.values():
+                gate.threshold_s = math.inf  # armed: no other look until the reader has judged
 
     def observe(self, model_id: int, ids: np.ndarray, ends_us: np.ndarray) -> None:
         """A drained batch of one model's rows, in order: their ids and iteration ends (µs)."""
@@ -153,13 +223,18 @@ class AnomalyWatch:
             for iteration_id, end in zip(ids.tolist(), ends_us.tolist()):
                 previous = self._last_end.get(model_id)
                 self._last_end[model_id] = end
+                self._last_seen[model_id] = int(iteration_id)
                 if previous is not None and end == end and previous == previous:  # not NaN
                     self._one(model_id, int(iteration_id), end - previous)
+            self._publish_thresholds()
 
     def close(self) -> None:
         """At exit: every capture still open is written as it stands, and how many lines were left out."""
         with self._lock:
             in_case = self._armed if self._armed is not None and self._armed.in_case else None
+            if in_case is not None and in_case.hinted_s is not None:
+                self._drop_hinted(in_case, None, "the run ended before its row was read")
+                in_case = None
             for capture in (self._armed, self._open):
                 if capture is not None and capture is not in_case and (capture.captured or capture.kind == KIND_ANOMALY):
                     self._emit(capture)
@@ -176,9 +251,27 @@ class AnomalyWatch:
             self._uncaptured = 0
 
     # ----- internals (under the lock) --------------------------------------------------------
+    def _baseline(self, model_id: int) -> float | None:
+        recent = self._recent.get(model_id, ())
+        return statistics.median(recent) if len(recent) >= REFERENCE_AFTER else None
+
+    def _publish_thresholds(self) -> None:
+        """Each gate's threshold: the slow bound of its model, where a look could arm a trace now; else none."""
+        for model_id, gate in self._gates.items():
+            baseline = self._baseline(model_id)
+            ready = (baseline is not None and self._armed is None and model_id in self._traced_baseline
+                     and not self._in_open_stretch(model_id) and self._captures < self.settings.max_captures)
+            gate.threshold_s = (max(self.settings.factor * baseline, baseline + self.settings.min_us) / 1e6
+                                if ready else math.inf)
+
     def _one(self, model_id: int, iteration_id: int, time_us: float) -> None:
         recent = self._recent.setdefault(model_id, deque(maxlen=BASELINE_ITERATIONS))
-        baseline = statistics.median(recent) if len(recent) >= REFERENCE_AFTER else None
+        baseline = self._baseline(model_id)
+        capture = self._armed
+        if (capture is not None and capture.hinted_s is not None and capture.model_id == model_id
+                and iteration_id >= capture.first_slow and self._hint_verdict(capture, iteration_id, time_us, baseline)):
+            self._finish_done()
+            return
         capture = self._armed
         if capture is not None and capture.model_id == model_id and iteration_id in capture.captured:
             self._captured_one(capture, iteration_id, time_us, baseline)
@@ -211,13 +304,15 @@ class AnomalyWatch:
     def _steady_or_slow(self, model_id: int, iteration_id: int, time_us: float, baseline: float | None,
                         recent: deque[float]) -> None:
         slow = self._is_slow(time_us, baseline)
-        for anomaly in (self._armed, self._open):
+        # A look's trace awaits its own iteration's row (`_hint_verdict`): an earlier row neither extends nor decides it.
+        armed = self._armed if self._armed is None or self._armed.hinted_s is None else None
+        for anomaly in (armed, self._open):
             if anomaly is not None and anomaly.kind == KIND_ANOMALY and anomaly.model_id == model_id and anomaly.slow_open:
                 if slow:
                     self._extend(anomaly, iteration_id, time_us)
                 else:
                     anomaly.slow_open = False
-        in_case = self._armed if self._armed is not None and self._armed.in_case and self._armed.model_id == model_id else None
+        in_case = armed if armed is not None and armed.in_case and armed.model_id == model_id else None
         if in_case is not None:  # the first judged iteration after the unconfirmed slow one decides (extended above)
             pending = self._pending.pop(model_id)
             if slow:
@@ -276,6 +371,36 @@ class AnomalyWatch:
             self._in_case_armed += 1
             self._armed = self._anomaly(model_id, iteration_id, time_us, baseline)
             self._armed.in_case = True
+
+    def _hint_verdict(self, capture: _Capture, iteration_id: int, time_us: float, baseline: float | None) -> bool:
+        """The row of a look's slow iteration (or a later one: it was never judged): whether it was slow, and so handled.
+
+        Slow: the capture becomes what the reader would have armed at it (`_steady_or_slow`), a capture on a quiet
+        run or an in-case trace the next iteration decides; else it is dropped, and the iteration judged as usual.
+        """
+        judged = iteration_id == capture.first_slow and iteration_id not in self._disturbed.get(capture.model_id, ())
+        if not (judged and self._is_slow(time_us, baseline)):
+            why = (f"its row took {time_us:.0f} us, not slow" if judged
+                   else "its row was not judged (the tracing's own, or not recorded)")
+            self._drop_hinted(capture, time_us if judged else None, why)
+            return False
+        capture.hinted_s = None
+        capture.baseline_us, capture.worst_factor = baseline, time_us / baseline
+        if iteration_id - self._last_lone.get(capture.model_id, -QUIET_ITERATIONS - 1) <= QUIET_ITERATIONS:
+            self._pending[capture.model_id] = (iteration_id, time_us, baseline)  # lone ones seen: the next decides
+        else:
+            capture.in_case = False  # a quiet run: the first slow iteration arms a capture
+            self._captures += 1
+        return True
+
+    def _drop_hinted(self, capture: _Capture, row_us: float | None, why: str) -> None:
+        self._armed = None
+        disturbed = self._disturbed.setdefault(capture.model_id, set())
+        disturbed.update(capture.captured)
+        disturbed.update(i + 1 for i in capture.captured)
+        self._write({"kind": KIND_DROPPED, "model_id": capture.model_id, "iteration": capture.first_slow,
+                     "interval_us": round((capture.hinted_s or 0.0) * 1e6, 1), "row_us": None if row_us is None else round(row_us, 1),
+                     "baseline_us": round(capture.baseline_us, 1), "traced_in_case": capture.captured, "why": why})
 
     def _drop_in_case(self, capture: _Capture, pending: tuple[int, float, float]) -> None:
         """The slow iteration was a lone one: no capture; its line names what was traced in case."""

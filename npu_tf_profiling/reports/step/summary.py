@@ -42,8 +42,9 @@ import pandas as pd
 from npu_tf_profiling.raw_format.other_runs import INPUT_READS
 from npu_tf_profiling.raw_format.run_info import RunInfo
 from npu_tf_profiling.reports.host import stack_time
+from npu_tf_profiling.reports.anomalies import DROPPED_KEY
 from npu_tf_profiling.reports.anomalies import KEY as ANOMALIES_KEY
-from npu_tf_profiling.reports.anomalies import anomalies_of, render_anomaly
+from npu_tf_profiling.reports.anomalies import anomalies_of, dropped_traces_of, render_anomaly, render_dropped
 from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.between import OTHER, load_other_runs, summarize_split
 from npu_tf_profiling.reports.step.point_notes import point_notes
@@ -148,11 +149,12 @@ class ProfSummary:
     models: list[ModelSummary]
     skipped_lines: int = 0
     anomalies: list[dict[str, Any]] = field(default_factory=list)  # anomaly_capture's (reports.anomalies)
+    dropped_in_case: list[dict[str, Any]] = field(default_factory=list)  # its look's traces dropped (reports.anomalies)
     top_advice: Optional[str] = None  # `advise`'s best finding, one line (``reports.advise.engine``)
 
     def to_dict(self) -> dict[str, Any]:
         return {"prof_dir": str(self.prof_dir), "skipped_lines": self.skipped_lines, "models": [asdict(m) for m in self.models],
-                ANOMALIES_KEY: self.anomalies, "top_advice": self.top_advice}
+                ANOMALIES_KEY: self.anomalies, DROPPED_KEY: self.dropped_in_case, "top_advice": self.top_advice}
 
     def render_text(self) -> str:
         lines = [str(self.prof_dir)]
@@ -166,6 +168,7 @@ class ProfSummary:
             lines.append(f"  {self.top_advice}")
         for entry in self.anomalies:
             lines.extend("  " + line for line in render_anomaly(entry))
+        lines.extend("  " + line for line in render_dropped(self.dropped_in_case))
         return "\n".join(lines) + "\n"
 
 
@@ -348,7 +351,8 @@ def summarize_prof_data(data: ProfData, with_anomalies: bool = True) -> ProfSumm
         if m.device_id in dirs:
             m.host_notes = host_model_notes(dirs[m.device_id], data.table, m.device_id, m.model_id)
     return ProfSummary(prof_dir=data.prof_dir, models=models, skipped_lines=data.skipped_lines,
-                       anomalies=anomalies_of(data) if with_anomalies else [])
+                       anomalies=anomalies_of(data) if with_anomalies else [],
+                       dropped_in_case=dropped_traces_of(data) if with_anomalies else [])
 
 
 def _apply_split(m: ModelSummary, split: Optional[dict[str, Any]], feeds: Optional[dict[str, Any]] = None) -> None:

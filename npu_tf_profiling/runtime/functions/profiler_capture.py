@@ -88,6 +88,11 @@ class TaskCapture:
         if entry is None or self._failed:
             return None
         run = self._calls[key] = self._calls.get(key, 0) + 1
+        gate = entry[1].slow_gate
+        if gate is not None:  # anomaly_capture's look: was the call just finished slow? (runtime.anomaly_watch)
+            slow_s = gate.started(time.perf_counter())
+            if slow_s:
+                self._guarded(lambda: gate.hint(run - 1, slow_s))
         collection = entry[1].source.poll()
         if self._window is None and (collection is None or not collection.captures_tasks):
             return None

@@ -28,6 +28,7 @@ import tensorflow as tf
 from npu_tf_profiling.config.notices import warn_user
 from npu_tf_profiling.raw_format.layout import K_ITERATION_END_CHECK
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, RecordShape, encode_frame
+from npu_tf_profiling.runtime.anomaly_watch import IntervalGate
 from npu_tf_profiling.runtime.collection import Collection, CollectionSource
 from npu_tf_profiling.runtime.end_check import EndCheck
 from npu_tf_profiling.runtime.functions.call_ends import SILENT_CALLS, CallEnds, stop_watching
@@ -81,6 +82,7 @@ class FunctionModel:
     call_ends: CallEnds | None = None
     silent: str | None = None
     end_check: EndCheck | None = None  # its rows' Iteration End against the calls' host returns, while sampling
+    slow_gate: IntervalGate | None = None  # anomaly_capture's look at each call's start (set once rows are recorded)
     closed: bool = False
     _done: int = 0  # the last run number read
     _collection: Collection | None = None
@@ -298,6 +300,7 @@ class FunctionModel:
         records["step"] = NO_STEP
         records["times"] = times
         model_id = self.entry_in(collection).model_id
+        self.slow_gate = collection.anomaly.gate(model_id) if collection.anomaly is not None else None
         collection.run.record_trace_frame(encode_frame(model_id, shape, records))
         collection.recorded(model_id, shape, runs, times)
         collection.cycle_ended(runs)

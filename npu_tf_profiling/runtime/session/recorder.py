@@ -36,6 +36,7 @@ from tensorflow.core.protobuf import config_pb2
 
 from npu_tf_profiling.config.schedule import ScheduleAction
 from npu_tf_profiling.raw_format.training_frame import NO_STEP, encode_frame
+from npu_tf_profiling.runtime.anomaly_watch import IntervalGate
 from npu_tf_profiling.runtime.collection import Collection
 from npu_tf_profiling.runtime.probes import GraphProbes
 from npu_tf_profiling.runtime.ring import RING_ROWS, RingOps
@@ -104,6 +105,7 @@ class Recorder:
         self.closed = False
         self._draining = threading.Lock()
         self._unrecorded: set[int] = set()  # seqs of fed iterations (`run_unrecorded`)
+        self._gate: IntervalGate | None = None  # anomaly_capture's look at each run's start (set once rows are recorded)
         # The iteration end's self-check (`end_returns`): its first runs' host returns against their rows.
         self._end = SessionEndCheck(probes.iteration_end) if probes is not None and state.end_check is None else None
         read_in_the_background(self)
@@ -124,6 +126,12 @@ class Recorder:
     # ----- the per-run path -----------------------------------------------------------------
     def run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         self.issued += 1
+        gate = self._gate
+        if gate is not None:  # anomaly_capture's look: was the iteration just finished slow? (runtime.anomaly_watch)
+            slow_s = gate.started(time.perf_counter())
+            if slow_s:
+                self._guarded(lambda: gate.hint(self.next_iteration_id() - 1, slow_s))
+                self._check_at = self.issued  # this run asks whether to trace its tasks
         if self.issued < self._check_at:
             try:
                 if not self._extra:
@@ -358,6 +366,7 @@ class Recorder:
         records["step"] = rows[:, 1].astype(np.int64) if shape.has_step else NO_STEP
         records["times"] = rows[:, self._times_from:] * 1e6
         model = self._state.model_in(collection.run, self._graph, collection.may_capture_tasks, self._source)
+        self._gate = collection.anomaly.gate(model.model_id) if collection.anomaly is not None else None
         collection.run.record_trace_frame(encode_frame(model.model_id, shape, records))
         collection.recorded(model.model_id, shape, ids, records["times"])
         collection.cycle_ended(ids)
