@@ -186,11 +186,11 @@ def test_the_charts_page_marks_the_anomalies_on_the_phases_chart(jobs: dict, tmp
 
 
 # ----- the watch's logic on synthetic times ----------------------------------------------------
-def _feed(watch: AnomalyWatch, times_us: list[float], traced: set[int]) -> None:
-    """Run iterations 1.. with these times; the ones `wants` grants take `traced` µs more (as FULL_TRACE does)."""
+def _feed(watch: AnomalyWatch, times_us: list[float], traced: set[int], traced_us: float = 2000.0) -> None:
+    """Run iterations 1.. with these times; the ones `wants` grants take `traced_us` more (as FULL_TRACE does)."""
     end = 0.0
     for iteration, time_us in enumerate(times_us, start=1):
-        slowed = 2000.0 if watch.wants(iteration) else 0.0
+        slowed = traced_us if watch.wants(iteration) else 0.0
         if slowed:
             traced.add(iteration)
         end += time_us + slowed
@@ -331,3 +331,15 @@ def test_a_look_whose_row_was_not_slow_is_dropped_with_a_line_and_detection_goes
     assert watch.wants(185)
     watch.close()
     assert [(a["first_slow"], a["captured"]) for a in written if a["kind"] == "anomaly"] == [(184, [185])]
+
+
+def test_a_traced_iteration_is_slow_by_its_excess_over_the_traced_reference_not_a_factor_of_it() -> None:
+    """Tracing a 1 ms step here takes 20 ms more: 4 ms more than the traced reference is a 5 ms iteration, still slow."""
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
+    times = [1000.0] * 200
+    times[99:110] = [5000.0] * 11  # 100..110
+    _feed(watch, times, set(), traced_us=20_000.0)
+    watch.close()
+    (regime,) = [a for a in written if a["kind"] == "anomaly"]
+    assert (regime["first_slow"], regime["still_slow"], regime["persisted"]) == (100, [101, 102], True)
