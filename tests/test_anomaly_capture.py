@@ -201,10 +201,10 @@ def test_cooldown_and_max_captures_bound_the_captures() -> None:
     written: list[dict] = []
     watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=2, cooldown=10), written.append)
     times = [1000.0] * 200
-    # 60: a lone spike on a quiet run, captured at once; after it, two slow in a row arm a capture (65-66: in the
-    # cooldown after 60's capture; 100-101: captured, from 101 on (armed in case at 100, confirmed by 101);
-    # 150-151: past max_captures, nothing traced in case)
-    for slow_at in (60, 65, 66, 100, 101, 150, 151):
+    # 60: a lone spike on a quiet run, captured at once; after it, three slow in a row arm a capture (65-67: in the
+    # cooldown after 60's capture; 100-102: captured, from 101 on (armed in case at 100, confirmed by 102);
+    # 150-152: past max_captures, nothing traced in case)
+    for slow_at in (60, 65, 66, 67, 100, 101, 102, 150, 151, 152):
         times[slow_at - 1] = 9000.0
     traced: set[int] = set()
     _feed(watch, times, traced)
@@ -217,8 +217,8 @@ def test_cooldown_and_max_captures_bound_the_captures() -> None:
     assert traced == {23, 24, 61, 62, 101, 102}
 
 
-def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_run_is_quiet_again() -> None:
-    """A busy host's lone stalls would spend the captures on noise: after one, a slow iteration needs a second."""
+def test_after_a_lone_slow_iteration_only_three_in_a_row_arm_a_capture_until_the_run_is_quiet_again() -> None:
+    """A busy host's lone stalls would spend the captures on noise: after one, a slow iteration needs two more."""
     written: list[dict] = []
     watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
     times = [1000.0] * 10_400
@@ -232,7 +232,7 @@ def test_after_a_lone_slow_iteration_only_two_in_a_row_arm_a_capture_until_the_r
             for a in anomalies] == [
         (60, [61, 62], "", False),  # the run was quiet: the first slow iteration armed the capture
         (300, [], "a lone slow iteration,", False),  # steady after it: not captured, and said why
-        (500, [501, 502], "", True),  # the regime: traced from 501 in case, kept as 501 was slow too
+        (500, [501, 502], "", True),  # the regime: traced from 501 in case, kept as 501 and 502 were slow too
         (10_350, [10_351, 10_352], "", False)]  # quiet again for QUIET_ITERATIONS: at once
     assert anomalies[1]["traced_in_case"] == [301] and anomalies[1]["slow_iterations"] == 1  # dropped: no capture
     assert render_anomaly(anomalies[1])[-1] == "  traced in case it went on, then dropped: iterations 301"  # the summary says so
@@ -343,3 +343,21 @@ def test_a_traced_iteration_is_slow_by_its_excess_over_the_traced_reference_not_
     watch.close()
     (regime,) = [a for a in written if a["kind"] == "anomaly"]
     assert (regime["first_slow"], regime["still_slow"], regime["persisted"]) == (100, [101, 102], True)
+
+
+def test_after_a_lone_stall_two_slow_in_a_row_are_traced_in_case_and_dropped_three_make_a_capture() -> None:
+    """A busy host's stalls also come two in a row: after a lone one, a stretch needs NEEDED_CAP slow iterations."""
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=2, max_captures=5, cooldown=10), written.append)
+    times = [1000.0] * 700
+    for slow_at in (60, 200, 201, 500, 501, 502):
+        times[slow_at - 1] = 9000.0
+    _feed(watch, times, set())
+    watch.close()
+    anomalies = [a for a in written if a["kind"] == "anomaly"]
+    assert [(a["first_slow"], a["slow_iterations"], a["captured"], a.get("traced_in_case"), a.get("not_captured", "")[:36])
+            for a in anomalies] == [
+        (60, 1, [61, 62], None, ""),  # a quiet run: at once
+        (200, 2, [], [201, 202], "2 slow iterations in a row, with ano"),  # after a lone one: two are not enough
+        (500, 3, [501, 502], None, "")]  # three are, traced from the one after the first
+    assert anomalies[2]["still_slow"] == [501, 502] and anomalies[2]["confirmed_by_next"]

@@ -23,14 +23,16 @@ not judged at all.
 A lone slow iteration on a busy host is most often the scheduler, and capturing each one
 spends the captures on noise (benchmarks/anomaly_capture.py at load 15 on 2 cores: 105 stalls
 past 3x and +5 ms in 10,000 steady iterations). So detection confirms itself only where noise
-was seen: while a model has had a lone slow iteration (slow, then steady) in the last
-QUIET_ITERATIONS iterations, a slow one arms task_trace only when the next judged iteration is
-slow too (one iteration later; a lone one is written as not captured, with why). On a quiet run
-the first slow iteration arms it. The rate of false captures then falls from the stall rate p
-to about p² a model (two stalls in a row). So that a regime's capture does not start one
-iteration later for it, the unconfirmed slow iteration arms task_trace at once, *in case*: the
-next iteration the training thread starts is traced, and the confirmation (or not) of the next
-judged iteration makes it a capture or drops it. A dropped one is no capture (neither
+was seen: while a model has had a short slow stretch (one or two slow iterations, then steady)
+in the last QUIET_ITERATIONS iterations, only NEEDED_CAP slow iterations in a row make a capture
+(a shorter stretch is written as not captured, with why). On a quiet run the first slow
+iteration arms it. Two in a row were needed once; a busier host stalls two iterations in a row
+now and then (one CPU burner beside a sub-millisecond TF2 step: 2 and 5 such pairs captured in
+10,000 iterations), and three stay within the recall target's regimes of 3. The rate of false
+captures falls from the stall rate p to about p³ a model. So that a regime's capture does not
+start later for it, the unconfirmed slow iteration arms task_trace at once, *in case*: the next
+iteration the training thread starts is traced, and the judged iterations that follow make it a
+capture (NEEDED_CAP slow in a row) or drop it. A dropped one is no capture (neither
 ``max_captures`` nor the cooldown counts it); its lone line names the iterations traced in case
 (``traced_in_case``: their tasks are in the task files), and past IN_CASE_LIMIT of them a
 folder waits for the confirmation again. ``max_captures`` and ``cooldown`` (iterations after a
@@ -57,66 +59,24 @@ import math
 import statistics
 import threading
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from npu_tf_profiling.config.anomaly_capture import AnomalySettings
+from npu_tf_profiling.runtime.anomaly_stretch import (
+    KIND_ANOMALY, KIND_DROPPED, KIND_LEFT_OUT, KIND_REFERENCE, Capture, Pending,
+)
 
 BASELINE_ITERATIONS = 50
 REFERENCE_AFTER = 20  # steady iterations before the baseline is trusted (and the reference is captured)
-KIND_REFERENCE = "reference"
-KIND_ANOMALY = "anomaly"
-KIND_LEFT_OUT = "left_out"
-KIND_DROPPED = "dropped_in_case"  # a trace the training thread's look armed, whose row was not slow (module docstring)
 # A lone slow iteration in the last this many: a slow one needs a second in a row. At load 4-7 on 2 cores the
 # lone stalls came every ~1,500-2,000 iterations (benchmarks/anomaly_capture.py): a memory of 1,000 lapsed between
 # them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
 QUIET_ITERATIONS = 10_000
 UNCAPTURED_LINES = 100  # uncaptured anomalies (past max_captures, in a cooldown) written; past that, only counted
 IN_CASE_LIMIT = 100  # traces armed in case a slow iteration goes on (module docstring); past that, none
-
-
-@dataclass
-class _Capture:
-    kind: str
-    model_id: int
-    baseline_us: float
-    first_slow: int | None = None
-    last_slow: int | None = None
-    slow_iterations: int = 0
-    worst_factor: float = 0.0
-    uncaptured_reason: str | None = None  # slow, but max_captures or the cooldown held the capture back
-    start: int | None = None  # the first iteration granted task_trace (set by `wants`)
-    captured: list[int] = field(default_factory=list)
-    still_slow: list[int] = field(default_factory=list)
-    seen: set[int] = field(default_factory=set)
-    times_us: list[float] = field(default_factory=list)  # the captured iterations' times (task_trace included)
-    traced_us: float | None = None  # a reference's: the median of its traced iterations
-    slow_open: bool = True  # the slow stretch has not ended yet
-    confirmed: bool = False  # armed by a second slow iteration in a row (lone ones were seen: module docstring)
-    in_case: bool = False  # armed at the slow iteration itself, before the next one confirms it (module docstring)
-    hinted_s: float | None = None  # armed by the training thread's look (`hint`): the interval it saw, until the row's verdict
-    from_hint: bool = False
-
-    def entry(self) -> dict[str, Any]:
-        line: dict[str, Any] = {"kind": self.kind, "model_id": self.model_id, "baseline_us": round(self.baseline_us, 1),
-                                "captured": self.captured, "captured_us": [round(t, 1) for t in self.times_us]}
-        if self.kind == KIND_ANOMALY:
-            line.update(first_slow=self.first_slow, last_slow=self.last_slow, slow_iterations=self.slow_iterations,
-                        factor=round(self.worst_factor, 2), still_slow=self.still_slow,
-                        persisted=bool(self.still_slow))
-            if self.uncaptured_reason:
-                line["not_captured"] = self.uncaptured_reason
-                if self.captured:  # traced in case it went on, then dropped: no capture
-                    line["traced_in_case"] = line.pop("captured")
-                    line["captured"], line["captured_us"] = [], []
-            if self.confirmed:
-                line["confirmed_by_next"] = True
-        elif self.traced_us is not None:
-            line["traced_us"] = round(self.traced_us, 1)  # what later captured iterations are judged against
-        return line
+NEEDED_CAP = 3  # slow iterations in a row that confirm a stretch once short ones were seen (module docstring)
 
 
 class IntervalGate:
@@ -151,16 +111,16 @@ class AnomalyWatch:
         self._lock = threading.Lock()
         self._recent: dict[int, deque[float]] = {}
         self._last_end: dict[int, float] = {}
-        self._armed: _Capture | None = None  # the capture task_trace is armed for (its iterations not all seen)
-        self._open: _Capture | None = None  # an anomaly whose slow stretch goes on after its capture ended
+        self._armed: Capture | None = None  # the capture task_trace is armed for (its iterations not all seen)
+        self._open: Capture | None = None  # an anomaly whose slow stretch goes on after its capture ended
         self._referenced: set[int] = set()  # the models whose reference capture was armed
         self._captures = 0
         self._next_allowed = 0  # the first iteration after the cooldown
         self._disturbed: dict[int, set[int]] = {}  # per model: iterations right after a traced one (never judged)
         self._traced_baseline: dict[int, float] = {}  # per model: the reference's traced iterations' median
         self._uncaptured = 0
-        self._last_lone: dict[int, int] = {}  # per model: the last lone slow iteration
-        self._pending: dict[int, tuple[int, float, float]] = {}  # per model: a slow iteration awaiting the next
+        self._last_short: dict[int, int] = {}  # per model: the start of its last short slow stretch
+        self._pending: dict[int, Pending] = {}  # per model: slow iterations in a row awaiting more
         self._in_case_armed = 0  # traces armed in case (IN_CASE_LIMIT)
         self._gates: dict[int, IntervalGate] = {}
         self._last_seen: dict[int, int] = {}  # per model: the last iteration the reader observed
@@ -240,7 +200,7 @@ class AnomalyWatch:
                     self._emit(capture)
             self._armed = self._open = None
             for model_id, pending in self._pending.items():
-                unconfirmed = self._anomaly(model_id, *pending)
+                unconfirmed = self._unconfirmed(model_id, pending)
                 if in_case is not None and in_case.model_id == model_id:
                     unconfirmed.captured, unconfirmed.times_us = in_case.captured, in_case.times_us
                 unconfirmed.uncaptured_reason = "the run ended before the next iteration could confirm it"
@@ -288,7 +248,7 @@ class AnomalyWatch:
         time would hide a 5-16 ms slowdown the untraced iterations showed."""
         return time_us - traced > max((self.settings.factor - 1.0) * baseline, self.settings.min_us)
 
-    def _captured_one(self, capture: _Capture, iteration_id: int, time_us: float, baseline: float | None) -> None:
+    def _captured_one(self, capture: Capture, iteration_id: int, time_us: float, baseline: float | None) -> None:
         """A traced iteration: task_trace slows it, so it is judged against the reference's traced iterations."""
         capture.seen.add(iteration_id)
         capture.times_us.append(time_us)
@@ -296,12 +256,15 @@ class AnomalyWatch:
         traced = self._traced_baseline.get(capture.model_id)
         slow = capture.kind == KIND_ANOMALY and (self._is_slow(time_us, baseline) if traced is None or baseline is None
                                                  else self._is_slow_traced(time_us, traced, baseline))
-        if capture.in_case:  # the first judged iteration after the unconfirmed slow one: it decides
-            pending = self._pending.pop(capture.model_id)
+        if capture.in_case:  # a judged iteration after the unconfirmed slow ones: it drops the trace, or counts
+            pending = self._pending[capture.model_id]
             if not slow:
+                del self._pending[capture.model_id]
                 self._drop_in_case(capture, pending)
                 return
-            self._confirm_in_case(capture)
+            if pending.advance(iteration_id, time_us):
+                del self._pending[capture.model_id]
+                self._confirm_in_case(capture)
         if slow:
             capture.still_slow.append(iteration_id)
             self._extend(capture, iteration_id, time_us)
@@ -320,12 +283,14 @@ class AnomalyWatch:
                 else:
                     anomaly.slow_open = False
         in_case = armed if armed is not None and armed.in_case and armed.model_id == model_id else None
-        if in_case is not None:  # the first judged iteration after the unconfirmed slow one decides (extended above)
-            pending = self._pending.pop(model_id)
-            if slow:
-                self._confirm_in_case(in_case)
-            else:
+        if in_case is not None:  # a judged iteration after the unconfirmed slow ones (extended above)
+            pending = self._pending[model_id]
+            if not slow:
+                del self._pending[model_id]
                 self._drop_in_case(in_case, pending)
+            elif pending.advance(iteration_id, time_us):
+                del self._pending[model_id]
+                self._confirm_in_case(in_case)
         if not slow:
             pending = self._pending.pop(model_id, None)
             if pending is not None:  # slow, then steady: a lone one, while lone ones are common here
@@ -333,28 +298,37 @@ class AnomalyWatch:
             recent.append(time_us)
             if model_id not in self._referenced and baseline is not None and self._armed is None:
                 self._referenced.add(model_id)
-                self._armed = _Capture(KIND_REFERENCE, model_id, baseline)
+                self._armed = Capture(KIND_REFERENCE, model_id, baseline)
         elif in_case is None and model_id in self._traced_baseline and not self._in_open_stretch(model_id):
-            pending = self._pending.pop(model_id, None)
+            pending = self._pending.get(model_id)
             if pending is not None:
-                self._detected(model_id, *pending, confirmed_at=(iteration_id, time_us))
-            elif iteration_id - self._last_lone.get(model_id, -QUIET_ITERATIONS - 1) <= QUIET_ITERATIONS:
-                self._pending[model_id] = (iteration_id, time_us, baseline)
+                if pending.advance(iteration_id, time_us):
+                    del self._pending[model_id]
+                    self._detected(model_id, pending.first, pending.time_us, pending.baseline, confirmed=pending)
+            elif (needed := self._needed(model_id, iteration_id)) > 1:
+                self._pending[model_id] = Pending(iteration_id, time_us, baseline, needed)
                 self._arm_in_case(model_id, iteration_id, time_us, baseline)
             else:
                 self._detected(model_id, iteration_id, time_us, baseline)
 
     @staticmethod
-    def _extend(anomaly: _Capture, iteration_id: int, time_us: float) -> None:
+    def _extend(anomaly: Capture, iteration_id: int, time_us: float) -> None:
         anomaly.last_slow = max(anomaly.last_slow or iteration_id, iteration_id)
         anomaly.slow_iterations += 1
         anomaly.worst_factor = max(anomaly.worst_factor, time_us / anomaly.baseline_us)
 
-    def _emit(self, capture: _Capture) -> None:
+    def _needed(self, model_id: int, iteration_id: int) -> int:
+        """How many slow iterations in a row make a capture now: NEEDED_CAP while a short stretch was seen in the last
+        QUIET_ITERATIONS iterations, else one (module docstring)."""
+        quiet = iteration_id - self._last_short.get(model_id, -QUIET_ITERATIONS - 1) > QUIET_ITERATIONS
+        return 1 if quiet else NEEDED_CAP
+
+    def _emit(self, capture: Capture) -> None:
         """Write a capture's line; past UNCAPTURED_LINES uncaptured anomalies, only their count (at close)."""
-        if capture.kind == KIND_ANOMALY and capture.slow_iterations == 1 and capture.first_slow is not None:
-            self._last_lone[capture.model_id] = max(self._last_lone.get(capture.model_id, capture.first_slow),
-                                                    capture.first_slow)
+        if capture.kind == KIND_ANOMALY and capture.first_slow is not None and capture.slow_iterations < NEEDED_CAP:
+            # a stretch that ended short, captured or not: what this host's noise looks like
+            self._last_short[capture.model_id] = max(self._last_short.get(capture.model_id, capture.first_slow),
+                                                     capture.first_slow)
         if capture.uncaptured_reason is not None:
             self._uncaptured += 1
             if self._uncaptured > UNCAPTURED_LINES:
@@ -365,10 +339,16 @@ class AnomalyWatch:
         return any(c is not None and c.kind == KIND_ANOMALY and c.model_id == model_id and c.slow_open
                    for c in (self._armed, self._open))
 
-    def _lone(self, model_id: int, pending: tuple[int, float, float]) -> _Capture:
-        lone = self._anomaly(model_id, *pending)
-        lone.uncaptured_reason = (f"a lone slow iteration, with another lone one in the last {QUIET_ITERATIONS} "
-                                  "iterations: only a second slow one in a row arms a capture")
+    def _unconfirmed(self, model_id: int, pending: Pending) -> Capture:
+        anomaly = self._anomaly(model_id, pending.first, pending.worst_us, pending.baseline)
+        anomaly.slow_iterations, anomaly.last_slow = pending.count, pending.last
+        return anomaly
+
+    def _lone(self, model_id: int, pending: Pending) -> Capture:
+        lone = self._unconfirmed(model_id, pending)
+        what = "a lone slow iteration" if pending.count == 1 else f"{pending.count} slow iterations in a row"
+        lone.uncaptured_reason = (f"{what}, with another short stretch in the last {QUIET_ITERATIONS} iterations: only "
+                                  f"{pending.needed} slow ones in a row arm a capture")
         return lone
 
     def _arm_in_case(self, model_id: int, iteration_id: int, time_us: float, baseline: float) -> None:
@@ -379,7 +359,7 @@ class AnomalyWatch:
             self._armed = self._anomaly(model_id, iteration_id, time_us, baseline)
             self._armed.in_case = True
 
-    def _hint_verdict(self, capture: _Capture, iteration_id: int, time_us: float, baseline: float | None) -> bool:
+    def _hint_verdict(self, capture: Capture, iteration_id: int, time_us: float, baseline: float | None) -> bool:
         """The row of a look's slow iteration (or a later one: it was never judged): whether it was slow, and so handled.
 
         Slow: the capture becomes what the reader would have armed at it (`_steady_or_slow`), a capture on a quiet
@@ -393,14 +373,15 @@ class AnomalyWatch:
             return False
         capture.hinted_s = None
         capture.baseline_us, capture.worst_factor = baseline, time_us / baseline
-        if iteration_id - self._last_lone.get(capture.model_id, -QUIET_ITERATIONS - 1) <= QUIET_ITERATIONS:
-            self._pending[capture.model_id] = (iteration_id, time_us, baseline)  # lone ones seen: the next decides
+        needed = self._needed(capture.model_id, iteration_id)
+        if needed > 1:  # short stretches seen: the next judged iterations decide
+            self._pending[capture.model_id] = Pending(iteration_id, time_us, baseline, needed)
         else:
             capture.in_case = False  # a quiet run: the first slow iteration arms a capture
             self._captures += 1
         return True
 
-    def _drop_hinted(self, capture: _Capture, row_us: float | None, why: str) -> None:
+    def _drop_hinted(self, capture: Capture, row_us: float | None, why: str) -> None:
         self._armed = None
         disturbed = self._disturbed.setdefault(capture.model_id, set())
         disturbed.update(capture.captured)
@@ -409,7 +390,7 @@ class AnomalyWatch:
                      "interval_us": round((capture.hinted_s or 0.0) * 1e6, 1), "row_us": None if row_us is None else round(row_us, 1),
                      "baseline_us": round(capture.baseline_us, 1), "traced_in_case": capture.captured, "why": why})
 
-    def _drop_in_case(self, capture: _Capture, pending: tuple[int, float, float]) -> None:
+    def _drop_in_case(self, capture: Capture, pending: Pending) -> None:
         """The slow iteration was a lone one: no capture; its line names what was traced in case."""
         self._armed = None
         disturbed = self._disturbed.setdefault(capture.model_id, set())
@@ -419,23 +400,22 @@ class AnomalyWatch:
         lone.captured, lone.times_us = capture.captured, capture.times_us
         self._emit(lone)
 
-    def _confirm_in_case(self, capture: _Capture) -> None:
-        """A second slow iteration in a row (the caller extends the capture with it): the trace armed in case is a capture."""
+    def _confirm_in_case(self, capture: Capture) -> None:
+        """Enough slow iterations in a row (the caller extends the capture with them): the trace armed in case is a capture."""
         capture.in_case = False
         capture.confirmed = True
         self._captures += 1
 
     @staticmethod
-    def _anomaly(model_id: int, iteration_id: int, time_us: float, baseline: float) -> _Capture:
-        return _Capture(KIND_ANOMALY, model_id, baseline, first_slow=iteration_id, last_slow=iteration_id,
+    def _anomaly(model_id: int, iteration_id: int, time_us: float, baseline: float) -> Capture:
+        return Capture(KIND_ANOMALY, model_id, baseline, first_slow=iteration_id, last_slow=iteration_id,
                         slow_iterations=1, worst_factor=time_us / baseline)
 
     def _detected(self, model_id: int, iteration_id: int, time_us: float, baseline: float,
-                  confirmed_at: tuple[int, float] | None = None) -> None:
-        anomaly = self._anomaly(model_id, iteration_id, time_us, baseline)
-        if confirmed_at is not None:
-            anomaly.confirmed = True
-            self._extend(anomaly, *confirmed_at)
+                  confirmed: Pending | None = None) -> None:
+        anomaly = self._anomaly(model_id, iteration_id, time_us, baseline) if confirmed is None else \
+            self._unconfirmed(model_id, confirmed)
+        anomaly.confirmed = confirmed is not None
         if self._captures >= self.settings.max_captures:
             anomaly.uncaptured_reason = f"max_captures ({self.settings.max_captures}) reached"
         elif iteration_id < self._next_allowed:
@@ -467,7 +447,7 @@ class AnomalyWatch:
             self._emit(self._open)
             self._open = None
 
-    def _finish_reference(self, capture: _Capture) -> None:
+    def _finish_reference(self, capture: Capture) -> None:
         if capture.times_us:
             self._traced_baseline[capture.model_id] = statistics.median(capture.times_us)
             capture.traced_us = self._traced_baseline[capture.model_id]
