@@ -31,7 +31,7 @@ class Capture:
     times_us: list[float] = field(default_factory=list)  # the captured iterations' times (task_trace included)
     traced_us: float | None = None  # a reference's: the median of its traced iterations
     slow_open: bool = True  # the slow stretch has not ended yet
-    confirmed: bool = False  # armed by a second slow iteration in a row (lone ones were seen: module docstring)
+    confirmed: bool = False  # armed by the last of NEEDED_CAP slow iterations in a row (short stretches were seen: anomaly_watch)
     in_case: bool = False  # armed at the slow iteration itself, before the next one confirms it (module docstring)
     hinted_s: float | None = None  # armed by the training thread's look (`hint`): the interval it saw, until the row's verdict
     from_hint: bool = False
