@@ -1,4 +1,7 @@
-"""TF2 custom loop fed by a serial map and no prefetch. Fixed: num_parallel_calls=AUTOTUNE and prefetch."""
+"""TF2 custom loop fed by a serial map on each batch and no prefetch. Fixed: num_parallel_calls=AUTOTUNE and prefetch.
+
+As in tf1_serial_map, the step's small layers leave the pipeline room to run ahead (a map of 25 sin/cos on each
+element, before the batch, measured -14 to +16% for the fix here)."""
 import numpy as np
 import tensorflow as tf
 
@@ -10,15 +13,15 @@ x = np.random.default_rng(0).random((64 * 80, 64), dtype=np.float32)
 
 
 def augment(a):
-    for _ in range(25):
+    for _ in range(100):
         a = tf.sin(a) + tf.cos(a)
     return a, tf.reduce_sum(a, axis=-1, keepdims=True)
 
 
-ds = tf.data.Dataset.from_tensor_slices(x).repeat()
+ds = tf.data.Dataset.from_tensor_slices(x).repeat().batch(64)
 ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE) if FIXED else ds.map(augment)  # advise: map
-ds = ds.batch(64).prefetch(tf.data.AUTOTUNE) if FIXED else ds.batch(64)
-model = tf.keras.Sequential([tf.keras.layers.Dense(256, activation="relu"), tf.keras.layers.Dense(1)])
+ds = ds.prefetch(tf.data.AUTOTUNE) if FIXED else ds
+model = tf.keras.Sequential([tf.keras.layers.Dense(128, activation="relu") for _ in range(4)] + [tf.keras.layers.Dense(1)])
 optimizer = tf.keras.optimizers.SGD(0.01)
 it = iter(ds)
 
