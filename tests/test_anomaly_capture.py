@@ -362,3 +362,18 @@ def test_after_a_lone_stall_two_slow_in_a_row_are_traced_in_case_and_dropped_thr
         (200, 2, [], [201, 202], "2 slow iterations in a row, with ano"),  # after a lone one: two are not enough
         (500, 3, [501, 502], None, "")]  # three are, traced from the one after the first
     assert anomalies[2]["still_slow"] == [501, 502] and anomalies[2]["confirmed_by_next"]
+
+
+def test_an_in_case_trace_shorter_than_the_stretch_it_awaits_still_becomes_one_counted_capture() -> None:
+    """steps 1: the in-case trace is done before NEEDED_CAP slow iterations are judged; it stays armed for the verdict."""
+    written: list[dict] = []
+    watch = AnomalyWatch(AnomalySettings(factor=3, min_us=1000, steps=1, max_captures=2, cooldown=10), written.append)
+    times = [1000.0] * 400
+    for slow_at in (60, 200, 201, 202, 203, 300, 301, 302, 303):  # 202 holds the writing of 201's trace: not judged
+        times[slow_at - 1] = 9000.0
+    _feed(watch, times, set())
+    watch.close()
+    anomalies = [a for a in written if a["kind"] == "anomaly"]
+    assert [(a["first_slow"], a["captured"], a.get("confirmed_by_next", False), a.get("not_captured", "")[:16])
+            for a in anomalies] == [
+        (60, [61], False, ""), (200, [201], True, ""), (300, [], True, "max_captures (2)")]  # 200's counted

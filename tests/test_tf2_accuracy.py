@@ -30,7 +30,8 @@ processes took CPU (`tests/helpers/host_busy.py`) the p95 may reach
 LOADED_P95_FACTOR times its bound (a thread preempted between an op and its
 stamp); the medians are held always. One CI run failed the bound at a load
 average of 1.7 (BP End p95 258 µs, median 8); on this idle host 8 runs gave
-BP End p95 9.3-21.7 µs (2026-12-07).
+BP End p95 9.3-21.7 µs (2026-12-07; `pytest -s -k gan_no_return` on this file, printed
+line "|row - tf.profiler|").
 """
 from __future__ import annotations
 

@@ -32,9 +32,9 @@ class Capture:
     traced_us: float | None = None  # a reference's: the median of its traced iterations
     slow_open: bool = True  # the slow stretch has not ended yet
     confirmed: bool = False  # armed by the last of NEEDED_CAP slow iterations in a row (short stretches were seen: anomaly_watch)
-    in_case: bool = False  # armed at the slow iteration itself, before the next one confirms it (module docstring)
+    in_case: bool = False  # armed at the slow iteration itself, before the ones that follow confirm it (anomaly_watch)
     hinted_s: float | None = None  # armed by the training thread's look (`hint`): the interval it saw, until the row's verdict
-    from_hint: bool = False
+    from_hint: bool = False  # armed by the look (kept after the verdict): its first slow iteration ended before the tracing
 
     def entry(self) -> dict[str, Any]:
         line: dict[str, Any] = {"kind": self.kind, "model_id": self.model_id, "baseline_us": round(self.baseline_us, 1),

@@ -27,8 +27,8 @@ was seen: while a model has had a short slow stretch (one or two slow iterations
 in the last QUIET_ITERATIONS iterations, only NEEDED_CAP slow iterations in a row make a capture
 (a shorter stretch is written as not captured, with why). On a quiet run the first slow
 iteration arms it. Two in a row were needed once; a busier host stalls two iterations in a row
-now and then (one CPU burner beside a sub-millisecond TF2 step: 2 and 5 such pairs captured in
-10,000 iterations), and three stay within the recall target's regimes of 3. The rate of false
+now and then (one CPU burner beside a sub-millisecond TF2 step: 2 and 5 captures in 10,000
+steady iterations, the run's first stall and then such pairs), and three stay within the recall target's regimes of 3. The rate of false
 captures falls from the stall rate p to about p³ a model. So that a regime's capture does not
 start later for it, the unconfirmed slow iteration arms task_trace at once, *in case*: the next
 iteration the training thread starts is traced, and the judged iterations that follow make it a
@@ -45,7 +45,7 @@ of the step compares the time since the previous call's start with it (one clock
 one comparison). An interval past it arms task_trace in case at once (`hint`), from the
 very next call; the reader's verdict on that iteration's row, when it comes, makes it what
 the reader would have armed itself (a capture on a quiet run, or an in-case trace awaiting the
-next iteration) or drops it with a ``dropped_in_case`` line (its row was not slow, or was
+iterations that follow) or drops it with a ``dropped_in_case`` line (its row was not slow, or was
 never judged).
 
 Each capture becomes one line of ``anomalies.jsonl`` when its iterations and its
@@ -70,7 +70,7 @@ from npu_tf_profiling.runtime.anomaly_stretch import (
 
 BASELINE_ITERATIONS = 50
 REFERENCE_AFTER = 20  # steady iterations before the baseline is trusted (and the reference is captured)
-# A lone slow iteration in the last this many: a slow one needs a second in a row. At load 4-7 on 2 cores the
+# A short slow stretch in the last this many: NEEDED_CAP slow ones in a row make a capture. At load 4-7 on 2 cores the
 # lone stalls came every ~1,500-2,000 iterations (benchmarks/anomaly_capture.py): a memory of 1,000 lapsed between
 # them and let one in two be captured; 10,000 holds on a busy host and costs a quiet run nothing.
 QUIET_ITERATIONS = 10_000
@@ -256,15 +256,8 @@ class AnomalyWatch:
         traced = self._traced_baseline.get(capture.model_id)
         slow = capture.kind == KIND_ANOMALY and (self._is_slow(time_us, baseline) if traced is None or baseline is None
                                                  else self._is_slow_traced(time_us, traced, baseline))
-        if capture.in_case:  # a judged iteration after the unconfirmed slow ones: it drops the trace, or counts
-            pending = self._pending[capture.model_id]
-            if not slow:
-                del self._pending[capture.model_id]
-                self._drop_in_case(capture, pending)
-                return
-            if pending.advance(iteration_id, time_us):
-                del self._pending[capture.model_id]
-                self._confirm_in_case(capture)
+        if capture.in_case and not self._in_case_goes_on(capture, iteration_id, time_us, slow):
+            return
         if slow:
             capture.still_slow.append(iteration_id)
             self._extend(capture, iteration_id, time_us)
@@ -283,17 +276,11 @@ class AnomalyWatch:
                 else:
                     anomaly.slow_open = False
         in_case = armed if armed is not None and armed.in_case and armed.model_id == model_id else None
-        if in_case is not None:  # a judged iteration after the unconfirmed slow ones (extended above)
-            pending = self._pending[model_id]
-            if not slow:
-                del self._pending[model_id]
-                self._drop_in_case(in_case, pending)
-            elif pending.advance(iteration_id, time_us):
-                del self._pending[model_id]
-                self._confirm_in_case(in_case)
+        if in_case is not None:  # extended above
+            self._in_case_goes_on(in_case, iteration_id, time_us, slow)
         if not slow:
             pending = self._pending.pop(model_id, None)
-            if pending is not None:  # slow, then steady: a lone one, while lone ones are common here
+            if pending is not None:  # slow, then steady: a short stretch, while short ones are common here
                 self._emit(self._lone(model_id, pending))
             recent.append(time_us)
             if model_id not in self._referenced and baseline is not None and self._armed is None:
@@ -363,7 +350,8 @@ class AnomalyWatch:
         """The row of a look's slow iteration (or a later one: it was never judged): whether it was slow, and so handled.
 
         Slow: the capture becomes what the reader would have armed at it (`_steady_or_slow`), a capture on a quiet
-        run or an in-case trace the next iteration decides; else it is dropped, and the iteration judged as usual.
+        run or an in-case trace the judged iterations that follow decide; else it is dropped, and the iteration
+        judged as usual.
         """
         judged = iteration_id == capture.first_slow and iteration_id not in self._disturbed.get(capture.model_id, ())
         if not (judged and self._is_slow(time_us, baseline)):
@@ -381,21 +369,36 @@ class AnomalyWatch:
             self._captures += 1
         return True
 
-    def _drop_hinted(self, capture: Capture, row_us: float | None, why: str) -> None:
+    def _untrace(self, capture: Capture) -> None:
+        """Disarm a dropped trace: its iterations granted, seen or not, are traced (slower) and never judged, nor the ones
+        after them (the writing of the trace)."""
         self._armed = None
         disturbed = self._disturbed.setdefault(capture.model_id, set())
         disturbed.update(capture.captured)
         disturbed.update(i + 1 for i in capture.captured)
+
+    def _drop_hinted(self, capture: Capture, row_us: float | None, why: str) -> None:
+        self._untrace(capture)
         self._write({"kind": KIND_DROPPED, "model_id": capture.model_id, "iteration": capture.first_slow,
                      "interval_us": round((capture.hinted_s or 0.0) * 1e6, 1), "row_us": None if row_us is None else round(row_us, 1),
                      "baseline_us": round(capture.baseline_us, 1), "traced_in_case": capture.captured, "why": why})
 
+    def _in_case_goes_on(self, capture: Capture, iteration_id: int, time_us: float, slow: bool) -> bool:
+        """A judged iteration after an in-case trace's unconfirmed slow ones: steady drops the trace (False); slow counts,
+        and the last one needed makes it a capture."""
+        pending = self._pending[capture.model_id]
+        if not slow:
+            del self._pending[capture.model_id]
+            self._drop_in_case(capture, pending)
+            return False
+        if pending.advance(iteration_id, time_us):
+            del self._pending[capture.model_id]
+            self._confirm_in_case(capture)
+        return True
+
     def _drop_in_case(self, capture: Capture, pending: Pending) -> None:
-        """The slow iteration was a lone one: no capture; its line names what was traced in case."""
-        self._armed = None
-        disturbed = self._disturbed.setdefault(capture.model_id, set())
-        disturbed.update(capture.captured)  # granted, not yet seen: traced, so slower, never judged
-        disturbed.update(i + 1 for i in capture.captured)
+        """The slow stretch was a short one: no capture; its line names what was traced in case."""
+        self._untrace(capture)
         lone = self._lone(capture.model_id, pending)
         lone.captured, lone.times_us = capture.captured, capture.times_us
         self._emit(lone)
@@ -432,7 +435,7 @@ class AnomalyWatch:
 
     def _finish_done(self) -> None:
         capture = self._armed
-        if capture is not None and len(capture.seen) >= self.settings.steps:
+        if capture is not None and len(capture.seen) >= self.settings.steps and not capture.in_case:
             self._next_allowed = max(capture.captured) + self.settings.cooldown + 1 if capture.kind == KIND_ANOMALY else 0
             self._armed = None
             if capture.kind == KIND_REFERENCE:

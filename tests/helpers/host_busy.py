@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import psutil
 
 # Others' CPU, in cores averaged over a run, above which a run's tail is not the profiler's. Measured on this project's
-# idle 2-core VM (2026-12-07, `OthersCpu` over eight 10 s windows): 0.003-0.02 cores.
+# idle 2-core VM (2026-12-07, eight times `.venv/bin/python -m tests.helpers.host_busy --wait 0 --window 10`): 0.003-0.02 cores.
 QUIET_OTHERS_CORES = 0.05
 
 
@@ -89,9 +89,10 @@ def busiest_processes(count: int = 5) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait at most for a quiet host")
+    parser.add_argument("--window", type=float, default=1.0, help="seconds each measure lasts")
     args = parser.parse_args()
-    waited, window = wait_for_quiet(args.wait)
-    print(f"host quiet check: others' CPU {window.cores:.3f} cores after {waited:.0f} s")
+    waited, window = wait_for_quiet(args.wait, args.window)
+    print(f"host quiet check: others' CPU {window.cores:.3f} cores over {window.wall_s:.0f} s, after {waited:.0f} s")
     if not window.quiet:
         print("still busy; the busiest processes:", *busiest_processes(), sep="\n  ")
 
