@@ -26,6 +26,12 @@ from npu_tf_profiling.runtime import end_check
 from tests.helpers.models import dense, profiling_config
 from tests.helpers.trace_files import only_prof_dir
 
+# The planted early end holds only while the critic's update ends well before the generator's 20 ms tail: in a
+# fresh-clone suite's parallel phase (2026-12-07) a second busy process delayed it past the tail, the calls returned
+# 0.2 ms after it, and no early end was there to find (alone: 20.5 ms, `pytest -s` on this file). So the file runs in
+# the timing phase.
+pytestmark = pytest.mark.timing
+
 RUNS = end_check.SKIP_RUNS + end_check.SAMPLE_RUNS  # the fewest that decide (the last return may come after its row was read)
 TAIL_S = 0.02
 EARLY_WORDS = "of its calls returned"
