@@ -17,6 +17,7 @@ so our tables carry the same key torch_npu's do.
 from __future__ import annotations
 
 import functools
+from typing import Iterable
 
 WORLD_GROUP = "hccl_world_group"
 ALLREDUCE_OP_TYPE = "hcom_allReduce_"
@@ -27,9 +28,17 @@ P2P = "p2p"
 _MASK32 = 0xFFFFFFFF
 
 
+_OP_NAME = ALLREDUCE_OP_TYPE + "_{}_{}_{}"  # model, step, group
+
+
 def op_name(model_id: int, step: int, group: int) -> str:
     """The HCCL-style name of all-reduce group ``group`` (from 1) of one iteration."""
-    return f"{ALLREDUCE_OP_TYPE}_{model_id}_{step}_{group}"
+    return _OP_NAME.format(model_id, step, group)
+
+
+def op_names(model_id: Iterable[int], step: Iterable[int], group: Iterable[int]) -> list[str]:
+    """``op_name`` of many all-reduces (thousands a rank in ``cluster --layouts``: formatted in one C loop)."""
+    return list(map(_OP_NAME.format, model_id, step, group))
 
 
 @functools.lru_cache(maxsize=64)

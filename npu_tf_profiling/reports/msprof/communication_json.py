@@ -20,8 +20,6 @@ reason (an empty matrix is read as "no link data", never as zero bandwidth).
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from npu_tf_profiling.reports.msprof import comm_names
@@ -32,53 +30,54 @@ BANDWIDTH_INFO = "Communication Bandwidth Info"
 TOTAL_OP_INFO = "Total Op Info"
 
 
-def _time_info(start_us: float, elapse_ms: float) -> str:
-    """The "Communication Time Info" object as ``json.dumps`` writes it (a float as its ``repr``)."""
-    return (f'{{"Start Timestamp(us)": {start_us!r}, "Elapse Time(ms)": {elapse_ms!r}, "Transit Time(ms)": {elapse_ms!r}, '
-            '"Wait Time(ms)": 0.0, "Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0, "Wait Time Ratio": 0.0, '
-            '"Synchronization Time Ratio": 0.0}')
+_ZEROS = ('"Wait Time(ms)": 0.0, "Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0, "Wait Time Ratio": 0.0, '
+          '"Synchronization Time Ratio": 0.0')
+_NO_BANDWIDTH = f'"{BANDWIDTH_INFO}": {{}}'
 
 
-def _total_info(first_start_us: float, elapse_ms: float) -> str:
+def _op_texts(keys: list[str], starts: list[float], elapses: list[float]) -> list[str]:
+    """Each op's text: its key, its "Communication Time Info" as ``json.dumps`` writes it (a float as its
+    ``repr``; Transit Time = Elapse Time), the empty bandwidth info. One f-string, compiled once: thousands a rank."""
+    return [f'"{key}": {{"{TIME_INFO}": {{"Start Timestamp(us)": {start!r}, "Elapse Time(ms)": {elapse!r}, '
+            f'"Transit Time(ms)": {elapse!r}, {_ZEROS}}}, {_NO_BANDWIDTH}}}'
+            for key, start, elapse in zip(keys, starts, elapses)]
+
+
+def _total_text(elapse: float, first_start: float) -> str:
     """A step's sums: the ops' keys in their order, the start (the first op's) last."""
-    return (f'{{"Elapse Time(ms)": {elapse_ms!r}, "Transit Time(ms)": {elapse_ms!r}, "Wait Time(ms)": 0.0, '
-            '"Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0, "Wait Time Ratio": 0.0, '
-            f'"Synchronization Time Ratio": 0.0, "Start Timestamp(us)": {first_start_us!r}}}')
-
-
-def _op_text(key: str, info: str) -> str:
-    return f'"{key}": {{"{TIME_INFO}": {info}, "{BANDWIDTH_INFO}": {{}}}}'
+    return (f'"{TOTAL_OP_INFO}": {{"{TIME_INFO}": {{"Elapse Time(ms)": {elapse!r}, "Transit Time(ms)": {elapse!r}, '
+            f'{_ZEROS}, "Start Timestamp(us)": {first_start!r}}}, {_NO_BANDWIDTH}}}')
 
 
 def communication_json(model: RankModel) -> str:
     """Per step with all-reduces (ascending), its ops in the rows' order, then ``Total Op Info``: the ops' sums
-    (elapsed time summed in that order) and the first op's start. Written as text, one op at a time, since a
-    rank has thousands of ops: the same bytes as ``json.dumps`` of the nested dicts."""
+    (elapsed time summed in that order) and the first op's start. Written as text from columns, since a
+    rank has thousands of ops (``cluster --layouts`` writes a folder per rank): the same bytes as
+    ``json.dumps`` of the nested dicts (``tests/test_msprof_layout.py`` holds it to them)."""
     ops = model.comm_ops
     if not len(ops):
         return "{}"
     step, model_id, group = (ops[c].to_numpy().astype(np.int64) for c in ("step", "model_id", "group"))
-    start = ops["start_us"].to_numpy(dtype="float64")
-    elapse = (ops["end_us"].to_numpy(dtype="float64") - start) / 1000.0
-    bodies: dict[int, list[str]] = {}
-    totals: dict[int, list[float]] = {}  # step -> [sum of elapsed, first start]
-    hash_text = comm_names.group_hash(comm_names.WORLD_GROUP)
-    for m, s, g, t, e in zip(model_id.tolist(), step.tolist(), group.tolist(), start.tolist(), elapse.tolist()):
-        bodies.setdefault(s, []).append(_op_text(f"{comm_names.op_name(m, s, g)}@{hash_text}", _time_info(t, e)))
-        total = totals.get(s)
-        if total is None:
-            totals[s] = [e, t]
-        else:
-            total[0] += e
-            total[1] = min(total[1], t)
-    steps = []
-    for s in sorted(bodies):
-        elapsed, first = totals[s]
-        ops_text = ", ".join([*bodies[s], _op_text(TOTAL_OP_INFO, _total_info(first, elapsed))])
-        steps.append(f'"{comm_names.step_key(s)}": {{"{comm_names.COLLECTIVE}": {{{ops_text}}}, "{comm_names.P2P}": {{}}}}')
-    return "{" + ", ".join(steps) + "}"
+    order = np.argsort(step, kind="stable")  # by step, each step's ops in the rows' order
+    step, model_id, group = step[order], model_id[order], group[order]
+    start = ops["start_us"].to_numpy(dtype="float64")[order]
+    elapse = ((ops["end_us"].to_numpy(dtype="float64")[order] - start) / 1000.0).tolist()
+    starts = start.tolist()
+    keys = [f"{name}@{comm_names.group_hash(comm_names.WORLD_GROUP)}"
+            for name in comm_names.op_names(model_id.tolist(), step.tolist(), group.tolist())]
+    texts = _op_texts(keys, starts, elapse)
+    steps_here, first = np.unique(step, return_index=True)
+    bounds = [*first.tolist(), len(step)]
+    out = []
+    for s, lo, hi in zip(steps_here.tolist(), bounds, bounds[1:]):
+        elapsed = sum(elapse[lo:hi])  # left to right from the first op, as the ops come
+        ops_text = ", ".join([*texts[lo:hi], _total_text(elapsed, min(starts[lo:hi]))])
+        out.append(f'"{comm_names.step_key(s)}": {{"{comm_names.COLLECTIVE}": {{{ops_text}}}, "{comm_names.P2P}": {{}}}}')
+    return "{" + ", ".join(out) + "}"
 
 
 def communication_matrix_json(model: RankModel) -> str:
-    steps = sorted(set(model.comm_ops["step"].astype(int).tolist()))
-    return json.dumps({comm_names.step_key(s): {comm_names.COLLECTIVE: {}, comm_names.P2P: {}} for s in steps})
+    """Each step with all-reduces, with no links: ``json.dumps`` of ``{step<N>: {"collective": {}, "p2p": {}}}``."""
+    body = f': {{"{comm_names.COLLECTIVE}": {{}}, "{comm_names.P2P}": {{}}}}'
+    steps = np.unique(model.comm_ops["step"].to_numpy().astype(np.int64)).tolist()
+    return "{" + ", ".join(f'"{comm_names.step_key(s)}"{body}' for s in steps) + "}"
