@@ -6,9 +6,11 @@ import sqlite3
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from npu_tf_profiling.reports import encoders
-from npu_tf_profiling.reports.encoders import sqlite_tables
+from npu_tf_profiling.reports.encoders import sqlite_tables, text_columns
 from npu_tf_profiling.reports.encoders.csv_file import write_int_csv
 from npu_tf_profiling.reports.encoders.sqlite_tables import ColumnPart, Joined, Same, write_database
 from npu_tf_profiling.reports.msprof.db_schema import StringIds
@@ -95,3 +97,11 @@ def test_arrow_rows_of_text_equal_the_str_rows():
     assert comma_led(rows)[0].tolist() == sizes.tolist()
     kinds = [(pa.array(["x1", "x2", "x3"]), np.array([True, False, False])), (pa.array(["y1", "y2", "y3"]), np.array([True, True, False]))]
     assert join_usable(kinds).to_pylist() == ["x1,y1", "y2", ""]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**60, 2**60).map(float),
+                          st.sampled_from([0.0, -0.0, 1e16, -1e16, 9999999999999998.0, 1700000000002322.0]))))
+def test_float_reprs_are_the_json_encoders_floats(values):
+    """Whole numbers take int formatting, the rest repr: the text is repr's either way (json.dumps writes floats so)."""
+    assert text_columns.float_reprs(np.array(values, dtype="float64")) == [repr(v) for v in values]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npu_tf_profiling.reports.encoders import text_columns
 from npu_tf_profiling.reports.msprof import comm_names
 from npu_tf_profiling.reports.msprof.rank_model import RankModel
 
@@ -35,12 +36,13 @@ _ZEROS = ('"Wait Time(ms)": 0.0, "Synchronization Time(ms)": 0.0, "Idle Time(ms)
 _NO_BANDWIDTH = f'"{BANDWIDTH_INFO}": {{}}'
 
 
-def _op_texts(keys: list[str], starts: list[float], elapses: list[float]) -> list[str]:
+def _op_texts(keys: list[str], starts: np.ndarray, elapses: list[float]) -> list[str]:
     """Each op's text: its key, its "Communication Time Info" as ``json.dumps`` writes it (a float as its
-    ``repr``; Transit Time = Elapse Time), the empty bandwidth info. One f-string, compiled once: thousands a rank."""
-    return [f'"{key}": {{"{TIME_INFO}": {{"Start Timestamp(us)": {start!r}, "Elapse Time(ms)": {elapse!r}, '
+    ``repr``, the starts through ``float_reprs``; Transit Time = Elapse Time), the empty bandwidth info.
+    One f-string, compiled once: thousands a rank."""
+    return [f'"{key}": {{"{TIME_INFO}": {{"Start Timestamp(us)": {start}, "Elapse Time(ms)": {elapse!r}, '
             f'"Transit Time(ms)": {elapse!r}, {_ZEROS}}}, {_NO_BANDWIDTH}}}'
-            for key, start, elapse in zip(keys, starts, elapses)]
+            for key, start, elapse in zip(keys, text_columns.float_reprs(starts), elapses)]
 
 
 def _total_text(elapse: float, first_start: float) -> str:
@@ -65,7 +67,7 @@ def communication_json(model: RankModel) -> str:
     starts = start.tolist()
     keys = [f"{name}@{comm_names.group_hash(comm_names.WORLD_GROUP)}"
             for name in comm_names.op_names(model_id.tolist(), step.tolist(), group.tolist())]
-    texts = _op_texts(keys, starts, elapse)
+    texts = _op_texts(keys, start, elapse)
     steps_here, first = np.unique(step, return_index=True)
     bounds = [*first.tolist(), len(step)]
     out = []

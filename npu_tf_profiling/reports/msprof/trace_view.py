@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from npu_tf_profiling.reports.encoders import chrome_trace as ct
+from npu_tf_profiling.reports.encoders import text_columns
 from npu_tf_profiling.reports.cluster import step_table as cst
 from npu_tf_profiling.reports.msprof import comm_names, overlap
 from npu_tf_profiling.reports.msprof.rank_model import (
@@ -96,14 +97,21 @@ def _texts(threads: _Threads, pid: int, track: str, spans: _Spans) -> list[str]:
     """The spans' events as JSON text, spread over lanes (``ct.assign_lanes``), thread ids in first-use order.
 
     The text is what ``ct.dumps_events`` writes for the event dicts ``{"name", "ph": "X", "pid", "tid", "ts",
-    "dur", "args"}``: ``str.format`` writes a float as ``repr`` does, as the JSON encoder does.
+    "dur", "args"}``, a float as its ``repr`` (as the JSON encoder writes it). Thousands of events a rank,
+    for every rank of ``cluster --layouts``: one compiled f-string per event, the timestamps through
+    ``float_reprs``, and one thread id for the whole track when its spans never overlap.
     """
-    start, dur = spans.start.tolist(), (spans.end - spans.start).tolist()
-    lanes = _lanes(spans.start, spans.end - spans.start)
-    tids = [threads.tid(pid, track, lane) for lane in lanes]
+    dur = spans.end - spans.start
+    ts, durs = text_columns.float_reprs(spans.start), list(map(repr, dur.tolist()))
+    lanes = _lanes(spans.start, dur)
+    tid_of = {lane: threads.tid(pid, track, lane) for lane in dict.fromkeys(lanes)}  # first-use order
+    if len(tid_of) == 1:
+        (tid,) = tid_of.values()
+        head = f',"ph":"X","pid":{pid},"tid":{tid},"ts":'
+        return [f'{{"name":{name}{head}{t},"dur":{d},"args":{args}}}' for name, t, d, args in zip(spans.names, ts, durs, spans.args)]
     head = f',"ph":"X","pid":{pid},"tid":'
-    return [f'{{"name":{name}{head}{tid},"ts":{ts!r},"dur":{d!r},"args":{args}}}'
-            for name, tid, ts, d, args in zip(spans.names, tids, start, dur, spans.args)]
+    return [f'{{"name":{name}{head}{tid_of[lane]},"ts":{t},"dur":{d},"args":{args}}}'
+            for name, lane, t, d, args in zip(spans.names, lanes, ts, durs, spans.args)]
 
 
 def _lanes(start: np.ndarray, dur: np.ndarray) -> list[int]:
@@ -148,7 +156,7 @@ def _task_events(tasks: pd.DataFrame, threads: _Threads) -> list[str]:
 
 def _communication_events(comm_ops: pd.DataFrame, threads: _Threads) -> list[str]:
     model, step, group = (comm_ops[c].to_numpy().astype(np.int64).tolist() for c in ("model_id", "step", "group"))
-    names = [f'"{comm_names.op_name(m, s, g)}"' for m, s, g in zip(model, step, group)]  # ASCII letters, digits, "_"
+    names = [f'"{name}"' for name in comm_names.op_names(model, step, group)]  # ASCII letters, digits, "_"
     world = _json(comm_names.WORLD_GROUP)
     args = [f'{{"Model Id":{m},"Step Id":{s},"group":{world}}}' for m, s in zip(model, step)]
     return _texts(threads, PID_COMMUNICATION, COMM_THREAD,
@@ -159,12 +167,10 @@ def _overlap_events(model: RankModel, threads: _Threads) -> list[str]:
     """Per iteration, its tracks' intervals in ``overlap.KINDS`` order: one thread per kind, registered in that order."""
     tids = [threads.tid(PID_OVERLAP, kind) for kind in overlap.KINDS]
     spans = overlap.overlap_spans(model.steps, model.comm_ops)
-    step = spans.step[spans.row].tolist()
-    kind = spans.kind.tolist()
-    names = [_json(k) for k in overlap.KINDS]
-    head = f',"ph":"X","pid":{PID_OVERLAP},"tid":'
-    return [f'{{"name":{names[k]}{head}{tids[k]},"ts":{ts!r},"dur":{d!r},"args":{{"Step Id":{s}}}}}'
-            for k, s, ts, d in zip(kind, step, spans.start.tolist(), (spans.end - spans.start).tolist())]
+    heads = [f'{{"name":{_json(kind)},"ph":"X","pid":{PID_OVERLAP},"tid":{tid},"ts":' for kind, tid in zip(overlap.KINDS, tids)]
+    ts, durs = text_columns.float_reprs(spans.start), list(map(repr, (spans.end - spans.start).tolist()))
+    return [f'{heads[k]}{t},"dur":{d},"args":{{"Step Id":{s}}}}}'
+            for k, s, t, d in zip(spans.kind.tolist(), spans.step[spans.row].tolist(), ts, durs)]
 
 
 def trace_view_json(model: RankModel) -> str:
