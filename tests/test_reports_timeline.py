@@ -4,9 +4,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from npu_tf_profiling.reports.encoders.chrome_trace import assign_lanes, validate_chrome_trace
+from npu_tf_profiling.reports.encoders.chrome_trace import assign_lanes, lanes_of, validate_chrome_trace
 from npu_tf_profiling.reports.errors import RawDataWarning
 from npu_tf_profiling.reports.writer import write_step_trace_reports
 from tests.helpers.raw_fixtures import T0, Phases, iterations, make_prof_dir, record
@@ -186,3 +189,12 @@ def test_assign_lanes_is_minimal_and_reuses_free_lanes():
     for lane in set(lanes):
         mine = sorted(s for s, span_lane in zip(spans, lanes) if span_lane == lane)
         assert all(a[0] + a[1] <= b[0] for a, b in zip(mine, mine[1:]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)), max_size=40))
+def test_lanes_of_columns_equal_the_greedy_loop(spans):
+    """Runs of overlapping spans laid out on their own give assign_lanes' lanes exactly (ties, touches, zero lengths)."""
+    ts = np.array([s[0] for s in spans], dtype="float64")
+    dur = np.array([s[1] for s in spans], dtype="float64")
+    assert lanes_of(ts, dur).tolist() == assign_lanes(spans)

@@ -118,7 +118,7 @@ def task_source(rank: RankData, rows: pd.DataFrame, first_tid: int, shift_us: fl
     if not (rank.device_dir / layout.DATA_DIR / layout.TASK_TRACE_FILE).is_file():
         return [], []
     try:
-        from npu_tf_profiling.reports.task.timeline import lanes_of_sorted, ns_to_us
+        from npu_tf_profiling.reports.task.timeline import ns_to_us
         from npu_tf_profiling.reports.task.table import load_device_tasks
     except ImportError as exc:  # the task reader is optional for the cluster view
         return [], [f"rank {rank.rank}: tasks left out of the timeline ({exc})"]
@@ -134,7 +134,7 @@ def task_source(rank: RankData, rows: pd.DataFrame, first_tid: int, shift_us: fl
     tid = first_tid
     for trk in np.unique(tracks).tolist():
         sel = np.flatnonzero(tracks == trk)
-        lanes = lanes_of_sorted(ts[sel].tolist(), end[sel].tolist())
+        lanes = chrome_trace.lanes_of_sorted(ts[sel].tolist(), end[sel].tolist())
         base = tid
         for lane in range(max(lanes) + 1 if lanes else 0):
             label = table.tracks[trk].label
@@ -219,14 +219,6 @@ def _model_spans(rows: pd.DataFrame, n_reduce: int) -> dict[str, _Spans]:
     return {TRACK_ITERATION: iteration, TRACK_PHASES: phases, TRACK_GETNEXT: getnext, TRACK_REDUCE: _Spans.stack(reduces)}
 
 
-def _lanes(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """``chrome_trace.assign_lanes``, without its Python loop when no two spans overlap (the usual case): all lane 0."""
-    order = np.lexsort((np.arange(len(ts)), dur, ts))
-    if len(ts) < 2 or bool(np.all(ts[order][1:] >= (ts + dur)[order][:-1])):
-        return np.zeros(len(ts), dtype=np.int64)
-    return np.asarray(chrome_trace.assign_lanes(list(zip(ts.astype(np.int64).tolist(), dur.astype(np.int64).tolist()))), dtype=np.int64)
-
-
 def _step_trace_json(table: st.StepTraceTable, labels: dict[int, str]) -> tuple[list[str], list[str], dict[int, int]]:
     """(metadata events, span events) as JSON texts, and each rank's next free tid."""
     meta: list[str] = []
@@ -248,7 +240,7 @@ def _step_trace_json(table: st.StepTraceTable, labels: dict[int, str]) -> tuple[
                 if not keep.any() and kind != TRACK_ITERATION:
                     continue
                 ts, dur = kind_spans.ts[keep], kind_spans.dur[keep]
-                lanes = _lanes(ts, dur)
+                lanes = chrome_trace.lanes_of(ts.astype(np.int64), dur.astype(np.int64))  # whole µs, as ever
                 lane_tids: dict[int, int] = {}
                 for lane in sorted(set(lanes.tolist())) or [0]:
                     lane_tids[lane] = tid

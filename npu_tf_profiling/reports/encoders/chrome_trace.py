@@ -17,6 +17,8 @@ import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence, Union
 
+import numpy as np
+
 Event = dict[str, Any]
 
 # Phases this project writes; others are tolerated by the validator but their
@@ -49,18 +51,50 @@ def assign_lanes(spans: Sequence[tuple[float, float]]) -> list[int]:
     Returns the lane of each span, in the input order.
     """
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1], i))
-    lane_end: list[float] = []
     lanes = [0] * len(spans)
-    for i in order:
-        ts, dur = spans[i]
-        for lane, busy_until in enumerate(lane_end):
-            if busy_until <= ts:
+    for i, lane in zip(order, lanes_of_sorted([spans[i][0] for i in order], [spans[i][0] + spans[i][1] for i in order])):
+        lanes[i] = lane
+    return lanes
+
+
+def lanes_of_sorted(ts: Sequence[float], end: Sequence[float]) -> list[int]:
+    """``assign_lanes``' loop, for spans already in start order: greedy, lowest free lane (touching spans share)."""
+    lane_end: list[float] = []
+    out = [0] * len(ts)
+    for i, (t, e) in enumerate(zip(ts, end)):
+        for lane, busy in enumerate(lane_end):
+            if busy <= t:
+                lane_end[lane] = e
+                out[i] = lane
                 break
         else:
-            lane = len(lane_end)
-            lane_end.append(ts)
-        lane_end[lane] = ts + dur
-        lanes[i] = lane
+            out[i] = len(lane_end)
+            lane_end.append(e)
+    return out
+
+
+def lanes_of(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``assign_lanes`` of spans given as columns: the same lanes, the greedy loop run only where spans overlap.
+
+    In start order, a span that starts at or after every earlier span's end finds every lane free, as at
+    the start: ``assign_lanes`` gives it lane 0 and, from there on, numbers the lanes as it would from
+    scratch. So the spans split into runs of overlapping spans, each laid out on its own; a run of one span
+    (most spans of a step trace, whose spans of one kind rarely overlap) is lane 0 without a Python loop.
+    A million spans of which some overlap: 1.1 s of loop before (``report`` at 1M iterations, cProfile).
+    """
+    n = len(ts)
+    lanes = np.zeros(n, dtype=np.int64)
+    if n < 2:
+        return lanes
+    order = np.lexsort((np.arange(n), dur, ts))
+    start, length = ts[order], dur[order]
+    reach = np.maximum.accumulate(start + length)  # the latest end so far
+    first = np.flatnonzero(np.concatenate(([True], start[1:] >= reach[:-1])))  # each run's first span, in start order
+    bounds = np.append(first, n)
+    end = start + length
+    runs = np.diff(bounds) > 1
+    for lo, hi in zip(first[runs].tolist(), bounds[1:][runs].tolist()):
+        lanes[order[lo:hi]] = lanes_of_sorted(start[lo:hi].tolist(), end[lo:hi].tolist())
     return lanes
 
 

@@ -103,7 +103,7 @@ def _texts(threads: _Threads, pid: int, track: str, spans: _Spans) -> list[str]:
     """
     dur = spans.end - spans.start
     ts, durs = text_columns.float_reprs(spans.start), list(map(repr, dur.tolist()))
-    lanes = _lanes(spans.start, dur)
+    lanes = ct.lanes_of(spans.start, dur).tolist()
     tid_of = {lane: threads.tid(pid, track, lane) for lane in dict.fromkeys(lanes)}  # first-use order
     if len(tid_of) == 1:
         (tid,) = tid_of.values()
@@ -112,16 +112,6 @@ def _texts(threads: _Threads, pid: int, track: str, spans: _Spans) -> list[str]:
     head = f',"ph":"X","pid":{pid},"tid":'
     return [f'{{"name":{name}{head}{tid_of[lane]},"ts":{t},"dur":{d},"args":{args}}}'
             for name, lane, t, d, args in zip(spans.names, lanes, ts, durs, spans.args)]
-
-
-def _lanes(start: np.ndarray, dur: np.ndarray) -> list[int]:
-    """``ct.assign_lanes`` of the spans; one lane without the greedy loop when no span starts before an earlier one ends."""
-    order = np.lexsort((dur, start))
-    ends = (start + dur)[order]
-    reach = np.maximum.accumulate(ends) if len(ends) else ends
-    if not np.any(start[order][1:] < reach[:-1]):
-        return [0] * len(start)
-    return ct.assign_lanes(list(zip(start.tolist(), dur.tolist())))
 
 
 def _ids(model: np.ndarray, step: np.ndarray, model_key: str) -> list[str]:

@@ -223,22 +223,6 @@ def ns_to_us(ns: np.ndarray) -> np.ndarray:
     return (ns // 1000).astype(np.float64) + (ns % 1000) / 1000.0
 
 
-def lanes_of_sorted(ts: Sequence[float], end: Sequence[float]) -> list[int]:
-    """Lanes for spans already sorted by start: greedy, lowest free lane (touching spans share)."""
-    lane_end: list[float] = []
-    out = [0] * len(ts)
-    for i, (t, e) in enumerate(zip(ts, end)):
-        for lane, busy in enumerate(lane_end):
-            if busy <= t:
-                lane_end[lane] = e
-                out[i] = lane
-                break
-        else:
-            out[i] = len(lane_end)
-            lane_end.append(e)
-    return out
-
-
 def task_lanes(track: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     """The lane of each task on its track so that no lane holds overlapping spans (float µs space).
 
@@ -273,7 +257,7 @@ def task_lanes(track: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray
     sorted_lanes = np.zeros(len(order), dtype=np.int64)
     for g in bad_groups.tolist():
         lo, hi = bounds[g], bounds[g + 1]
-        sorted_lanes[lo:hi] = lanes_of_sorted(ts_sorted[lo:hi].tolist(), end_sorted[lo:hi].tolist())
+        sorted_lanes[lo:hi] = chrome_trace.lanes_of_sorted(ts_sorted[lo:hi].tolist(), end_sorted[lo:hi].tolist())
     lanes[order] = sorted_lanes
     return lanes
 
