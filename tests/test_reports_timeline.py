@@ -197,4 +197,6 @@ def test_lanes_of_columns_equal_the_greedy_loop(spans):
     """Runs of overlapping spans laid out on their own give assign_lanes' lanes exactly (ties, touches, zero lengths)."""
     ts = np.array([s[0] for s in spans], dtype="float64")
     dur = np.array([s[1] for s in spans], dtype="float64")
-    assert lanes_of(ts, dur).tolist() == assign_lanes(spans)
+    found = lanes_of(ts, dur)
+    assert (found.tolist() if found is not None else [0] * len(spans)) == assign_lanes(spans)
+    assert found is None or found.any()  # None exactly when every span is in lane 0

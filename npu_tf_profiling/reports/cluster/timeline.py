@@ -240,7 +240,8 @@ def _step_trace_json(table: st.StepTraceTable, labels: dict[int, str]) -> tuple[
                 if not keep.any() and kind != TRACK_ITERATION:
                     continue
                 ts, dur = kind_spans.ts[keep], kind_spans.dur[keep]
-                lanes = chrome_trace.lanes_of(ts.astype(np.int64), dur.astype(np.int64))  # whole µs, as ever
+                found = chrome_trace.lanes_of(ts.astype(np.int64), dur.astype(np.int64))  # whole µs, as ever
+                lanes = np.zeros(len(ts), dtype=np.int64) if found is None else found
                 lane_tids: dict[int, int] = {}
                 for lane in sorted(set(lanes.tolist())) or [0]:
                     lane_tids[lane] = tid

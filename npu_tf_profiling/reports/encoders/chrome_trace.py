@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -73,28 +73,54 @@ def lanes_of_sorted(ts: Sequence[float], end: Sequence[float]) -> list[int]:
     return out
 
 
-def lanes_of(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """``assign_lanes`` of spans given as columns: the same lanes, the greedy loop run only where spans overlap.
+def _in_start_order(ts: np.ndarray, dur: np.ndarray) -> bool:
+    """Whether the spans are sorted by (start, length) already; boolean temporaries only (1 byte a span)."""
+    if not bool(np.all(ts[1:] >= ts[:-1])):
+        return False
+    tie = ts[1:] == ts[:-1]
+    return bool(np.all(dur[1:][tie] >= dur[:-1][tie])) if tie.any() else True
+
+
+def lanes_of(ts: np.ndarray, dur: np.ndarray) -> Optional[np.ndarray]:
+    """``assign_lanes`` of spans given as columns: the same lanes, the greedy loop run only where it must.
+    None when every span is in lane 0 (no two overlap: the usual case, and no column is made for it).
 
     In start order, a span that starts at or after every earlier span's end finds every lane free, as at
     the start: ``assign_lanes`` gives it lane 0 and, from there on, numbers the lanes as it would from
-    scratch. So the spans split into runs of overlapping spans, each laid out on its own; a run of one span
-    (most spans of a step trace, whose spans of one kind rarely overlap) is lane 0 without a Python loop.
-    A million spans of which some overlap: 1.1 s of loop before (``report`` at 1M iterations, cProfile).
+    scratch. So the spans split into runs of overlapping spans, each laid out on its own. A run of one
+    span is lane 0, a run of two is lanes 0 and 1, both without a loop (nearly every span of a step
+    trace); the greedy loop runs on the longer runs only. Spans already in start order (a step trace's,
+    row by row) are not sorted again: the sort was most of the 1.1 s a 1M-iteration ``report`` spent on
+    its lanes (cProfile).
     """
     n = len(ts)
-    lanes = np.zeros(n, dtype=np.int64)
     if n < 2:
-        return lanes
-    order = np.lexsort((np.arange(n), dur, ts))
-    start, length = ts[order], dur[order]
-    reach = np.maximum.accumulate(start + length)  # the latest end so far
-    first = np.flatnonzero(np.concatenate(([True], start[1:] >= reach[:-1])))  # each run's first span, in start order
-    bounds = np.append(first, n)
-    end = start + length
-    runs = np.diff(bounds) > 1
-    for lo, hi in zip(first[runs].tolist(), bounds[1:][runs].tolist()):
-        lanes[order[lo:hi]] = lanes_of_sorted(start[lo:hi].tolist(), end[lo:hi].tolist())
+        return None
+    if _in_start_order(ts, dur):  # a step trace's spans, row by row: no sort (the sort was most of the time)
+        order, start, length = None, ts, dur
+    else:
+        order = np.lexsort((dur, ts))  # stable: equal spans keep their input order, as assign_lanes' sort key does
+        start, length = ts[order], dur[order]
+    reach = start + length
+    np.maximum.accumulate(reach, out=reach)  # the latest end so far, in place: one temporary column
+    overlaps = start[1:] < reach[:-1]  # starts before some earlier span's end
+    del reach
+    if not overlaps.any():
+        return None
+    is_start = np.concatenate(([True], ~overlaps))  # a run's first span
+    run_ends_next = np.append(is_start[2:], True)  # for span i: a run starts at i + 2 (or the spans end there)
+    shared = is_start[:-1] & overlaps  # span i starts a run that span i + 1 is in
+    in_order = np.zeros(n, dtype=np.int64)
+    in_order[np.flatnonzero(shared & run_ends_next) + 1] = 1  # runs of two: lanes 0 and 1
+    for lo in np.flatnonzero(shared & ~run_ends_next).tolist():  # longer runs: the greedy loop on each
+        after = is_start[lo + 1:]
+        first = int(np.argmax(after))  # the next run's first span (argmax stops at the first True)
+        hi = lo + 1 + first if after[first] else n
+        in_order[lo:hi] = lanes_of_sorted(start[lo:hi].tolist(), (start[lo:hi] + length[lo:hi]).tolist())
+    if order is None:
+        return in_order
+    lanes = np.empty(n, dtype=np.int64)
+    lanes[order] = in_order
     return lanes
 
 

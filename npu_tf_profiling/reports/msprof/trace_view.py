@@ -103,7 +103,8 @@ def _texts(threads: _Threads, pid: int, track: str, spans: _Spans) -> list[str]:
     """
     dur = spans.end - spans.start
     ts, durs = text_columns.float_reprs(spans.start), list(map(repr, dur.tolist()))
-    lanes = ct.lanes_of(spans.start, dur).tolist()
+    found = ct.lanes_of(spans.start, dur)
+    lanes = [0] * len(dur) if found is None else found.tolist()
     tid_of = {lane: threads.tid(pid, track, lane) for lane in dict.fromkeys(lanes)}  # first-use order
     if len(tid_of) == 1:
         (tid,) = tid_of.values()

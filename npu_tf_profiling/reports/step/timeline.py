@@ -139,7 +139,7 @@ class _Track:
         ts = np.column_stack([t.ts.values for t in self.types])[self.usable]
         dur = np.column_stack([t.dur.values for t in self.types])[self.usable]
         found = chrome_trace.lanes_of(ts, dur)
-        if not found.any():
+        if found is None:
             return None  # no overlap: one lane (the common case)
         lanes = np.zeros(self.usable.shape, dtype=np.int64)
         lanes[self.usable] = found
