@@ -65,8 +65,8 @@ def communication_json(model: RankModel) -> str:
     start = ops["start_us"].to_numpy(dtype="float64")[order]
     elapse = ((ops["end_us"].to_numpy(dtype="float64")[order] - start) / 1000.0).tolist()
     starts = start.tolist()
-    keys = [f"{name}@{comm_names.group_hash(comm_names.WORLD_GROUP)}"
-            for name in comm_names.op_names(model_id.tolist(), step.tolist(), group.tolist())]
+    group_key = "@" + comm_names.group_hash(comm_names.WORLD_GROUP)
+    keys = [name + group_key for name in comm_names.op_names(model_id.tolist(), step.tolist(), group.tolist())]
     texts = _op_texts(keys, start, elapse)
     steps_here, first = np.unique(step, return_index=True)
     bounds = [*first.tolist(), len(step)]

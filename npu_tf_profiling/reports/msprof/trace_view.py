@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -99,20 +100,19 @@ def _texts(threads: _Threads, pid: int, track: str, spans: _Spans) -> list[str]:
     The text is what ``ct.dumps_events`` writes for the event dicts ``{"name", "ph": "X", "pid", "tid", "ts",
     "dur", "args"}``, a float as its ``repr`` (as the JSON encoder writes it). Thousands of events a rank,
     for every rank of ``cluster --layouts``: one compiled f-string per event, the timestamps through
-    ``float_reprs``, and one thread id for the whole track when its spans never overlap.
+    ``float_reprs``, and no lane per span when the track's spans never overlap.
     """
+    if not len(spans.start):
+        return []  # no thread is named for a track without spans
     dur = spans.end - spans.start
     ts, durs = text_columns.float_reprs(spans.start), list(map(repr, dur.tolist()))
     found = ct.lanes_of(spans.start, dur)
-    lanes = [0] * len(dur) if found is None else found.tolist()
+    lanes = [0] if found is None else found.tolist()  # every span in lane 0: one thread, no lane per span
     tid_of = {lane: threads.tid(pid, track, lane) for lane in dict.fromkeys(lanes)}  # first-use order
-    if len(tid_of) == 1:
-        (tid,) = tid_of.values()
-        head = f',"ph":"X","pid":{pid},"tid":{tid},"ts":'
-        return [f'{{"name":{name}{head}{t},"dur":{d},"args":{args}}}' for name, t, d, args in zip(spans.names, ts, durs, spans.args)]
+    tids = repeat(tid_of[0]) if found is None else [tid_of[lane] for lane in lanes]
     head = f',"ph":"X","pid":{pid},"tid":'
-    return [f'{{"name":{name}{head}{tid_of[lane]},"ts":{t},"dur":{d},"args":{args}}}'
-            for name, lane, t, d, args in zip(spans.names, lanes, ts, durs, spans.args)]
+    return [f'{{"name":{name}{head}{tid},"ts":{t},"dur":{d},"args":{args}}}'
+            for name, tid, t, d, args in zip(spans.names, tids, ts, durs, spans.args)]
 
 
 def _ids(model: np.ndarray, step: np.ndarray, model_key: str) -> list[str]:
