@@ -9,10 +9,10 @@ leaves no temporary file behind.
 Only the run's own metadata (``atomic_write_json``: info.json and the files
 the runtime writes beside the raw data) is also fsync'ed before the move, so
 that it survives a machine crash with the raw data it describes. Reports are
-not: `report` remakes them from the raw files, and an fsync costs 2-3 ms a
-file on a virtual disk, some 20 s of the 7,000 files `cluster --layouts` writes
-for 1,024 ranks (measured on the 2-core VM; the msprof databases are written
-with ``synchronous=OFF`` for the same reason). Names are taken and
+not: `report` remakes them from the raw files, and an fsync cost about 2.7 ms a
+file on the 2-core VM's virtual disk (benchmarks/history/2026-12-07-layouts-text.md),
+some 20 s over the 7,000 files `cluster --layouts` writes for 1,024 ranks (the
+msprof databases are written with ``synchronous=OFF`` for the same reason). Names are taken and
 replaced through ``own_files``: a planted link at the final name is refused,
 never replaced, and the file gets the umask's mode like every other.
 """

@@ -105,8 +105,9 @@ def float_reprs(values: np.ndarray) -> list[str]:
     """Each float64 as its ``repr`` (as ``json.dumps`` writes it), whole numbers through int formatting.
 
     A timestamp in µs since the epoch (1.7e15) takes Python's shortest-repr search
-    about 1 µs; a whole one is ``<int>.0`` below 1e16, which int formatting writes
-    in a third of the time (4,000 values: 3.9 against 1.2 ms, measured). Other
+    about 0.6 µs; a whole one is ``<int>.0`` below 1e16, which int formatting writes
+    in a third of the time (4,000 values: 0.71 against 2.31 ms; the command is in
+    benchmarks/history/2026-12-07-layouts-text.md). Other
     values (fractions, -0.0, NaN, 1e16 and up) keep ``repr``.
     """
     whole = np.isfinite(values) & (values == np.trunc(values)) & (np.abs(values) < 1e16) & ~((values == 0) & np.signbit(values))
