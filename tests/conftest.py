@@ -19,6 +19,7 @@ import pytest
 import npu_tf_profiling  # noqa: F401  (installs the Session integration)
 from npu_tf_profiling.config.notices import forget_shown
 from tests.helpers.once import InBackground, made_once
+from tests.helpers.hang_guard import pytest_configure, pytest_terminal_summary, pytest_timeout_set_timer  # noqa: F401  (hooks)
 
 PROFILING_VARIABLES = (
     "PROFILING_MODE", "PROFILING_OPTIONS", "PROFILING_DYNAMIC_CONFIG", "DEVICE_ID", "RANK_ID", "RANK_SIZE", "TF_CONFIG",
