@@ -254,3 +254,28 @@ def test_a_full_disk_stops_the_recording_with_one_warning(tmp_path: Path) -> Non
         recorder.stop()
     stopped = [w for w in caught if "storage_limit reached" in str(w.message)]
     assert len(stopped) == 1 and recorder.failure is None
+
+
+def test_tf2_step_call_that_starts_late_is_not_called_python_or_eager_ops(tmp_path: Path) -> None:
+    """A parallel map with no prefetch, read inside the step: the time between iterations is inside the step's call
+    (its first op starts late), and the Python between calls is next to nothing. Before, advise named the step
+    call's line as "eager ops between steps" and "host Python between steps" (the call runs through execute.py)."""
+    script = SCRIPT.parent / "tf2_host_causes.py"
+    call_line = next(i for i, line in enumerate(script.read_text().splitlines(), 1) if line.endswith("# step call line"))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PROFILING_")}
+    environ.update(TF_CPP_MIN_LOG_LEVEL="2", PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps(
+        {"output": str(tmp_path / "prof"), "training_trace": "on", "with_stack": True}))
+    done = subprocess.run([sys.executable, str(script), "--steps", "600", "--map_no_prefetch"], cwd=tmp_path, env=environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    prof = only_prof_dir(tmp_path / "prof")
+    model = summarize_prof_dir(prof).models[0]
+    stacks = model.host_stacks
+    assert stacks["step_call_samples"] >= 10, stacks  # ~100 samples in all at 100 Hz, most between iterations
+    assert stacks["step_call_samples"] >= 0.8 * (stacks["step_call_samples"] + stacks["host_samples"]), stacks
+    assert "inside the step call, before its first op" in "\n".join(model.render_lines())
+    rules = {f.rule: f for f in advise_prof_dir(prof).findings}
+    assert "eager ops between steps" not in rules, rules
+    assert f"{script}:{call_line}" not in {f.where for f in rules.values()}, rules
+    late = rules["step call starts late"]
+    assert late.expected_gain_pct is None and late.evidence["samples_in_step_call"] > 0, late

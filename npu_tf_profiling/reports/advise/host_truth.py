@@ -17,6 +17,7 @@ import numpy as np
 from npu_tf_profiling.raw_format import layout
 from npu_tf_profiling.raw_format.host_samples import read_gc_pauses, read_host_stacks
 from npu_tf_profiling.reports.host.raw import read_host_samples
+from npu_tf_profiling.reports.host.stack_time import in_step_call, step_call_samples
 
 EAGER_MARKER = f"tensorflow{os.sep}python{os.sep}eager{os.sep}execute.py"  # an eager op runs through it
 SYS_CPU_IDLE = 5  # host_sys.csv's "sys_cpu" group: user, sys, iowait, irq, soft, idle (cumulative)
@@ -26,11 +27,12 @@ SYS_CPU_IDLE = 5  # host_sys.csv's "sys_cpu" group: user, sys, iowait, irq, soft
 class HostTruth:
     """What the host-truth files of one device folder say (None / empty: not recorded)."""
 
-    # with_stack: sample times (µs), each sample's innermost user line ("file:line", "" when none) and whether
-    # an eager op was running
+    # with_stack: sample times (µs), each sample's innermost user line ("file:line", "" when none), whether
+    # an eager op was running, and whether the thread was inside a training step's call (stack_time.in_step_call)
     stack_times: Optional[np.ndarray] = None
     stack_lines: list[str] = field(default_factory=list)
     stack_eager: Optional[np.ndarray] = None
+    stack_in_call: Optional[np.ndarray] = None
     # gc_detect_threshold: pause spans (µs)
     gc_starts: Optional[np.ndarray] = None
     gc_ends: Optional[np.ndarray] = None
@@ -47,10 +49,12 @@ def read_host_truth(device_dir: Path) -> HostTruth:
         for stack_id, frames in stacks.frames.items():
             user = stacks.user.get(stack_id)
             lines[stack_id] = f"{frames[user][0]}:{frames[user][1]}" if user is not None and user < len(frames) else ""
-            eager[stack_id] = any(f[0].endswith(EAGER_MARKER) for f in frames)
+            # a step call runs through execute.py too (quick_execute): that is the step, not an eager op between steps
+            eager[stack_id] = any(f[0].endswith(EAGER_MARKER) for f in frames) and not in_step_call(frames)
         truth.stack_times = stacks.times_us
         truth.stack_lines = [lines[int(s)] for s in stacks.stack_ids]
         truth.stack_eager = np.asarray([eager[int(s)] for s in stacks.stack_ids], dtype=bool)
+        truth.stack_in_call = step_call_samples(stacks)
     pauses = read_gc_pauses(data / layout.GC_PAUSES_FILE)
     if len(pauses.starts):
         truth.gc_starts, truth.gc_ends = pauses.starts, pauses.starts + pauses.durations

@@ -4,6 +4,11 @@ h is the gap's share that is neither input nor a recorded run. With stack
 samples, a line's gain is h times its share of the samples taken between
 steps; without them, the finding is to turn with_stack on. GC: the pauses'
 time inside the iterations over their total time.
+
+Samples between steps that were inside the step's own call (before its first op or after its end:
+``stack_time.in_step_call``) are no line's: the step call's line is not work to move. Their share
+of h is said as its own finding, with no gain, since what would shorten it depends on why the
+executor started late (the tf.data rules' knobs where an input pipeline runs beside it).
 """
 from __future__ import annotations
 
@@ -34,15 +39,33 @@ def host_python(ev: ModelEvidence, covered: float) -> list[Finding]:
     between = inside(truth.stack_times, starts, ends)
     if not between.any():
         return []
-    lines = Counter(line for line in np.asarray(truth.stack_lines, dtype=object)[between] if line)
-    if not lines:
-        return []
+    in_call = between & truth.stack_in_call if truth.stack_in_call is not None else np.zeros_like(between)
+    found = _in_step_call(h, int(in_call.sum()), int(between.sum()))
+    lines = Counter(line for line in np.asarray(truth.stack_lines, dtype=object)[between & ~in_call] if line)
+    if not lines or h * (1.0 - in_call.sum() / between.sum()) < MIN_HOST_SHARE:  # the script's Python: too little to act on
+        return found
     line, count = lines.most_common(1)[0]
     fraction = count / float(between.sum())
-    return [Finding("host Python between steps", "the line's work", {"host_between_steps_pct": pct(h),
+    return found + [Finding("host Python between steps", "the line's work", {"host_between_steps_pct": pct(h),
                     "samples_between": int(between.sum()), "samples_at_line": count},
                     "move this work out of the training loop, do it every N steps, or into the tf.data pipeline",
                     line, pct(h * fraction), f"h * samples at the line / samples between steps, h = {h:.3f}", MEDIUM)]
+
+
+def _in_step_call(h: float, in_call: int, between: int) -> list[Finding]:
+    """The host time between steps spent inside the step's own call: said, with no gain (module docstring)."""
+    share = h * in_call / between
+    if share < MIN_HOST_SHARE:
+        return []
+    return [Finding("step call starts late", "the executor's threads", {"host_between_steps_pct": pct(h),
+                    "samples_between": between, "samples_in_step_call": in_call, "in_step_call_pct": pct(share)},
+                    "this time is inside the training step's call, before its first op or after its end, not the "
+                    "script's Python: where an input pipeline runs beside the step, its map's ops hold the executor's "
+                    "threads (see the tf.data findings: prefetch lets it run ahead instead); otherwise fewer calls "
+                    "(steps_per_execution, or several steps in one tf.function)",
+                    unknown_where("the step call's own line: no line of the script's holds this time"), None,
+                    f"not predicted: h * samples in the step call / samples between steps = {share:.3f} is the time, "
+                    "not what a knob saves", LOW)]
 
 
 def _gc_share(ev: ModelEvidence) -> float:

@@ -3,8 +3,17 @@
 Each stack sample is put in the phase its time falls in, against one model's
 step-trace rows: **between iterations** (a Data Aug Bound window, as ``between``
 splits it: **waiting on input** inside a run that fetches an input batch, **other
-runs** inside any other run, **host** the rest), **in the step call** (FP Start to
-Iteration End), or outside every iteration. A sample names the line of the
+runs** inside any other run, **in the step call** where the host's thread was inside
+the training step's own call, before its first op or after its end, and **host** the
+rest), **in the step call** (FP Start to Iteration End), or outside every iteration.
+
+A step call's time before its first op is Data Aug Bound, as CANN counts it, but it is not
+the script's Python: a TF2 step whose executor threads were busy with an input pipeline's
+map (no prefetch) spent 99% of its "host" samples there (2026-12-07, benchmarks/advise_cases/
+tf2_no_prefetch.py with with_stack), and its Python between calls took 2 µs. Such a sample
+holds the call hook's frame (``STEP_CALL_FRAME``, around every ``tf.function`` call) and not
+the frame that times a call as another run (``OTHER_RUN_FRAME``); it names the calling
+line, which the user cannot make cheaper, so it is counted apart from the host lines. A sample names the line of the
 script's own code it was on (the innermost frame outside the standard library,
 site-packages and this package): that line, not numpy's internals, is what the
 user can change. A line's share is its samples over the host samples between
@@ -16,6 +25,7 @@ window, and their time there is the GC part of the host's time.
 """
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
@@ -31,6 +41,10 @@ from npu_tf_profiling.reports.step import table as st
 from npu_tf_profiling.reports.step.windows import inside, window_index
 
 PHASE_HOST = "between iterations: host"
+PHASE_CALL = "between iterations: in the step call"
+# (file ending, function) of the frames that say a sample was inside a tf.function's call (module docstring)
+STEP_CALL_FRAME = (f"npu_tf_profiling{os.sep}runtime{os.sep}functions{os.sep}host_reads.py", "claiming_call")
+OTHER_RUN_FRAME = (f"npu_tf_profiling{os.sep}runtime{os.sep}other_runs.py", "function_call")
 PHASE_INPUT = "between iterations: waiting on input"
 PHASE_OTHER = "between iterations: other runs"
 PHASE_STEP = "in the step call"
@@ -66,6 +80,21 @@ def phases(times: np.ndarray, rows: pd.DataFrame, runs: Optional[OtherRuns]) -> 
     return out
 
 
+def _has(frames: list[tuple[str, int, str]], marker: tuple[str, str]) -> bool:
+    return any(f[2] == marker[1] and f[0].endswith(marker[0]) for f in frames)
+
+
+def in_step_call(frames: list[tuple[str, int, str]]) -> bool:
+    """Whether a stack was inside a training step's call (the call hook's frame, not another run's; module docstring)."""
+    return _has(frames, STEP_CALL_FRAME) and not _has(frames, OTHER_RUN_FRAME)
+
+
+def step_call_samples(stacks: HostStacks) -> np.ndarray:
+    """Per sample, whether its stack was inside a step call (one test per distinct stack)."""
+    marked = {stack_id: in_step_call(frames) for stack_id, frames in stacks.frames.items()}
+    return np.fromiter((marked.get(int(s), False) for s in stacks.stack_ids), dtype=bool, count=len(stacks.stack_ids))
+
+
 def line_of(stacks: HostStacks, stack_id: int) -> tuple[str, int, str]:
     """The frame a sample names: the script's innermost frame, else the innermost one."""
     frames = stacks.frames[stack_id]
@@ -86,9 +115,11 @@ def stack_summary(stacks: HostStacks, rows: pd.DataFrame, runs: Optional[OtherRu
     other runs between them (an evaluation's ``sess.run`` line): when other runs fill the gap, those are the lines to
     look at, and the host's own lines may hold no sample at all."""
     phase = phases(stacks.times_us, rows, runs)
-    host, other = phase == PHASE_HOST, phase == PHASE_OTHER
+    phase[(phase == PHASE_HOST) & step_call_samples(stacks)] = PHASE_CALL
+    host, other, call = phase == PHASE_HOST, phase == PHASE_OTHER, phase == PHASE_CALL
     return {"samples": len(phase), "by_phase": {str(k): int(v) for k, v in Counter(phase.tolist()).items()},
             "host_samples": int(host.sum()), "lines": top_lines(stacks, host) if host.any() else [],
+            "step_call_samples": int(call.sum()),
             "other_run_samples": int(other.sum()), "other_run_lines": top_lines(stacks, other) if other.any() else []}
 
 
@@ -105,12 +136,28 @@ def gc_summary(pauses: GcPauses, rows: pd.DataFrame, threshold_ms: Any) -> dict[
             "share_of_iteration": between_us / it_total if it_total > 0 else None}
 
 
+def step_call_share(stacks: Optional[dict[str, Any]]) -> Optional[float]:
+    """Of the samples in the host time between iterations, the share inside the step's own call (None: none there)."""
+    if not stacks:
+        return None
+    call = stacks.get("step_call_samples", 0)
+    total = call + stacks["host_samples"]
+    return call / total if total else None
+
+
 def host_clause(stacks: Optional[dict[str, Any]]) -> str:
-    """What the summary's host clause adds: the top line, with its share of the host samples."""
-    if not stacks or not stacks["lines"]:
-        return ""
-    top = stacks["lines"][0]
-    return f" (top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of its samples)"
+    """What the summary's host clause adds: the top line, with its share of the host samples, and the share of the
+    samples that were inside the step call instead (before its first op or after its end: not the script's Python)."""
+    parts = []
+    share = step_call_share(stacks)
+    if share:
+        parts.append(f"{100 * share:.0f}% of its samples inside the step call, before its first op or after its end")
+    if stacks and stacks["lines"]:
+        top = stacks["lines"][0]
+        parts.append(f"top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of "
+                     "its Python samples" if share else
+                     f"top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of its samples")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def shown_lines(top: list[dict[str, Any]]) -> str:
@@ -122,10 +169,15 @@ def render_lines(stacks: Optional[dict[str, Any]], gc_info: Optional[dict[str, A
     """The summary's lines for ``with_stack`` and ``gc_detect_threshold`` (none when neither was on)."""
     lines = []
     if stacks is not None:
+        if stacks.get("step_call_samples"):
+            lines.append(f"In the step call between iterations (with_stack, {stacks['step_call_samples']} of "
+                         f"{stacks['samples']} samples): the thread was inside the training step's call, before its first "
+                         "op or after its end, not in the script's Python; the executor was late to start the step (its "
+                         "threads busy, e.g. with an input map that has no prefetch) or its call's own overhead")
         if stacks["lines"]:
             lines.append(f"Host lines between iterations (with_stack, {stacks['host_samples']} of {stacks['samples']} samples): "
                          f"{shown_lines(stacks['lines'])}")
-        else:
+        elif not stacks.get("step_call_samples"):
             lines.append(f"with_stack: none of the {stacks['samples']} stack samples fell in the host time between "
                          f"iterations (by phase: {stacks['by_phase'] or 'no samples'})")
         if stacks.get("other_run_lines"):
