@@ -231,6 +231,19 @@ def test_the_other_rules_from_recorded_sites_and_runs_on_synthetic_rows(tmp_path
     assert "all-reduce not overlapped" not in found  # the reduce ends inside FP to BP: overlapped
 
 
+def test_a_pipeline_chained_on_one_line_gets_its_prefetch_at_the_chain_end(tmp_path: Path) -> None:
+    """Sites recorded left to right on one line (as the chain runs): the prefetch goes after the last call."""
+    script = tmp_path / "train.py"
+    script.write_text("x = load()\nds = tf.data.Dataset.from_tensor_slices(x).repeat().batch(64).map(f, num_parallel_calls=4)\n")
+    prof = write_step_prof_dir(tmp_path, StepPlan(iterations=20, data_aug=400.0, get_next=300.0, fp_bp=400.0))
+    file = str(script)
+    _sites(prof, [CallSite("Dataset.repeat", file, 2, "<module>", {}), CallSite("Dataset.batch", file, 2, "<module>", {}),
+                  CallSite("Dataset.map", file, 2, "<module>", {"num_parallel_calls": 4})])
+    diff = _by_rule(prof)["tf.data prefetch"]["diff"]
+    assert "+ds = tf.data.Dataset.from_tensor_slices(x).repeat().batch(64).map(f, num_parallel_calls=4)" \
+           ".prefetch(tf.data.AUTOTUNE)" in diff, diff
+
+
 def test_each_slow_stretch_gets_the_advice_of_its_own_iterations(tmp_path: Path, capsys) -> None:
     """40 iterations of 1,000 µs; in iterations 21-23 (anomaly_capture's stretch) an evaluation run of 29 ms sits
     between the steps, called from /u/train.py:77: the stretch's advice names that run and its line, with the gain

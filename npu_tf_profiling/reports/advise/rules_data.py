@@ -32,8 +32,11 @@ NO_SITES = "no call_sites.json (recorded by this package's runtime since advise;
 
 
 def _last_pipeline_step(ev: ModelEvidence, file: str) -> Optional[cs.CallSite]:
+    """The pipeline's last call in `file`: on the last line, the last recorded (a chain on one line,
+    ``...repeat().batch(64).map(f)``, runs and is recorded left to right; the first of them put the prefetch
+    after ``repeat()``)."""
     steps = [s for s in ev.sites.sites if s.api in cs.DATASET_APIS and s.file == file]
-    return max(steps, key=lambda s: s.line) if steps else None
+    return max(enumerate(steps), key=lambda pair: (pair[1].line, pair[0]))[1] if steps else None
 
 
 def _idle_capped(ev: ModelEvidence, gain: float, formula: str, evidence: dict) -> tuple[float, str]:
