@@ -108,3 +108,48 @@ def test_storage_limit_stops_the_writer_and_keeps_whole_records(tmp_path) -> Non
     lines = (tmp_path / "t.jsonl").read_text().splitlines()
     assert len(lines) == written and all(json.loads(line)["model_id"] == 1 for line in lines)
     assert sum("storage_limit reached (1000 bytes)" in str(w.message) for w in caught) == 1  # warned once
+
+
+# A Session collected inside an import whose module the reports' writers need (the database writer's
+# adbc_driver_sqlite.dbapi): the meta-path finder runs while the import holds that module's lock.
+COLLECTED_INSIDE_AN_IMPORT = '''
+import gc, os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+tf.disable_eager_execution()
+x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+w = tf.get_variable("w", [8, 1])
+train = tf.train.GradientDescentOptimizer(0.01).minimize(tf.reduce_mean(tf.matmul(tf.constant(x), w) ** 2))
+sessions = [tf.Session()]
+sessions[0].run(tf.global_variables_initializer())
+for _ in range(6):
+    sessions[0].run(train)
+
+class CollectWhileImporting:
+    def find_spec(self, name, path=None, target=None):
+        if name == "adbc_driver_sqlite.dbapi" and sessions:
+            sessions.clear()
+            gc.collect()  # the Session's __del__, with this module's import lock held
+        return None
+
+sys.meta_path.insert(0, CollectWhileImporting())
+import adbc_driver_sqlite.dbapi  # noqa: F401
+reports = [p for p in os.listdir(sys.argv[1]) if p.startswith("PROF_")]
+print("reports before the exit:", any(os.path.isdir(os.path.join(sys.argv[1], p, "mindstudio_profiler_output")) for p in reports))
+'''
+
+
+def test_a_session_collected_inside_an_import_writes_its_reports_at_the_exit(tmp_path) -> None:
+    """Its reports' writers would import the module being imported, and the finalizer would join them: a hang
+    (runtime/session/finalizer.py). Now the finalizer only closes, and the exit writes the reports."""
+    pytest.importorskip("adbc_driver_sqlite.dbapi")  # the database writer's fast route, which imports it lazily
+    script = tmp_path / "collected.py"
+    script.write_text(COLLECTED_INSIDE_AN_IMPORT)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], env=profiling_env(tmp_path / "out"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "reports before the exit: False" in done.stdout, done.stdout
+    _, rows = step_trace_rows(tmp_path / "out")
+    assert len(rows) == 6

@@ -42,6 +42,7 @@ from npu_tf_profiling.graph_points import GraphIndex, TracePoints, analyse, opty
 from npu_tf_profiling.raw_format.call_sites import TRAINING_RUN
 from npu_tf_profiling.raw_format.layout import K_ITERATION_END_CHECK
 from npu_tf_profiling.runtime import call_sites, other_runs, tf_private
+from npu_tf_profiling.runtime.session.finalizer import called_by_finalizer
 from npu_tf_profiling.runtime.session.fed_arrays import FEEDS_KEY, FeedWatch
 from npu_tf_profiling.runtime.chosen_points import FALLBACK_KEY, ChosenPoints, choose_points, fallback_note, not_applied_note
 from npu_tf_profiling.runtime.collection import CollectionSource
@@ -55,6 +56,7 @@ MAX_DISCOVERY_ATTEMPTS = 8
 
 
 @dataclass
+
 class _GraphState:
     """What one graph's training step is, shared by every profiled session on it."""
 
@@ -366,11 +368,8 @@ class SessionProfiler:
         return () if probes is None or probes.gated else (probes.ring.write,)
 
     def _callable_recorder(self, fetches: Any, feeds: dict) -> Recorder | None:
-        """The recorder when a callable of these fetches is a training step, else None.
-
-        Callables are fixed when made, so the window decides what is recorded when
-        the ring is drained; task_trace (FULL_TRACE) is not applied to callables.
-        """
+        """The recorder when a callable of these fetches is a training step, else None. Callables are fixed when
+        made, so the window decides what is recorded when the ring is drained (no task_trace FULL_TRACE on them)."""
         plan = self._decide(fetches, feeds)
         iteration = plan is not None and plan != self._drain_then_run
         return self._recorder if iteration and self._state is not None and self._state.probes is not None else None
@@ -381,8 +380,8 @@ class SessionProfiler:
         self._advance(SessionEvent.CLOSED)
         self._original_close()
         collection = self._source.poll()
-        if collection is not None and not sys.is_finalizing():  # at shutdown the atexit handler reports
-            collection.run.write_reports()
+        if collection is not None and not sys.is_finalizing() and not called_by_finalizer():
+            collection.run.write_reports()  # else the atexit handler reports (profiling_run._finish_all)
 
     # ----- deciding what is an iteration ----------------------------------------------------
     def _is_iteration(self, fetches: Any, feed_dict: Any) -> bool | object:
