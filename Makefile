@@ -44,13 +44,14 @@ docs-picture: install
 	docs/charts_page.sh
 
 # The linter (pyproject.toml), then the suite on TEST_PROCESSES processes (pytest-xdist; a file's tests stay in one process, so its
-# module fixtures run once), then the `timing` tests alone (pytest.ini says why), once the host has settled after the
+# module fixtures run once; a worker ended by a hung test (tests/helpers/hang_guard.py) ends the phase, since with --dist loadfile
+# a replaced worker was never given the crashed file's tests and the run waited for ever), then the `timing` tests alone (pytest.ini says why), once the host has settled after the
 # first phase (tests/helpers/host_busy.py: at most 60 s; it names the busiest processes if it never does). Exit status 5 is
 # pytest's "no test selected" (a PYTEST_ARGS -k that picks tests of one phase only).
 TEST_PROCESSES ?= 2
 test: install $(MSPROF_STAMP)
 	$(VENV)/bin/ruff check .
-	$(VPY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile -m "not timing" $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
+	$(VPY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile --max-worker-restart=0 -m "not timing" $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
 	$(VPY) -m tests.helpers.host_busy --wait 60
 	$(VPY) -m pytest -q -m timing $(PYTEST_ARGS) tests || [ $$? -eq 5 ]
 
