@@ -1,5 +1,5 @@
 """The probes agree with TensorFlow's own step stats (FULL_TRACE on the same iterations): p95 within 20 µs,
-except GetNext End (median within 100 µs, p95 within 250 µs).
+except GetNext End (median within 100 µs, p95 within 250 µs) and FP Start (median within 20 µs, p95 within 50 µs).
 
 GetNext End is the loosest: IteratorGetNext is an async kernel, and TensorFlow hands every
 successor of an async op to its thread pool, so no stamp can run before a pool thread picks it
@@ -38,6 +38,10 @@ ITERATIONS = 100
 # its measured cost has decayed, about 100 runs; steady state, where the stamps run inline, is after.
 WARMUP = 120
 TOLERANCE_US = 20.0
+# FP Start's p95 on the 2-core VM with no other job running: 10-39 µs in 12 runs of this test, 2026-12-07, at
+# e376b33 and after alike (medians 9-14 µs, still held to TOLERANCE_US). Its stamp and the first forward op wait for a pool
+# thread as GetNext End's do, so it has a pickup tail too; 20 µs failed 4 of those 12 runs.
+FP_START_P95_US = 50.0
 GET_NEXT_END_MEDIAN_US = 100.0
 GET_NEXT_END_P95_US = 250.0
 LOADED_P95_FACTOR = 4.0
@@ -100,7 +104,7 @@ def test_probe_times_match_step_stats(tmp_path) -> None:
     p95 = {name: float(np.percentile(values, 95)) for name, values in errors.items()}
     medians = {name: float(np.median(values)) for name, values in errors.items()}
     print("|probe - step stats| (us): p95", p95, "median", medians, others)
-    limits = {name: GET_NEXT_END_P95_US if name == "get_next_end" else TOLERANCE_US for name in p95}
-    median_limits = {**limits, "get_next_end": GET_NEXT_END_MEDIAN_US}
+    limits = {name: {"get_next_end": GET_NEXT_END_P95_US, "fp_start": FP_START_P95_US}.get(name, TOLERANCE_US) for name in p95}
+    median_limits = {**limits, "get_next_end": GET_NEXT_END_MEDIAN_US, "fp_start": TOLERANCE_US}
     assert all(medians[name] <= median_limits[name] for name in medians), medians
     assert all(p95[name] <= (1 if others.quiet else LOADED_P95_FACTOR) * limits[name] for name in p95), (p95, others)
