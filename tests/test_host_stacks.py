@@ -274,6 +274,9 @@ def test_tf2_step_call_that_starts_late_is_not_called_python_or_eager_ops(tmp_pa
     assert stacks["step_call_samples"] >= 10, stacks  # ~100 samples in all at 100 Hz, most between iterations
     assert stacks["step_call_samples"] >= 0.8 * (stacks["step_call_samples"] + stacks["host_samples"]), stacks
     assert "inside the step call, before its first op" in "\n".join(model.render_lines())
+    folded = next((prof / "mindstudio_profiler_output").glob("host_stacks_*.folded")).read_text()
+    assert f";{stack_time.PHASE_CALL};" in folded  # the flame graph's phase frame says so too
+    assert not [line for line in folded.splitlines() if f";{stack_time.PHASE_HOST};" in line and "claiming_call" in line]
     rules = {f.rule: f for f in advise_prof_dir(prof).findings}
     assert "eager ops between steps" not in rules, rules
     assert f"{script}:{call_line}" not in {f.where for f in rules.values()}, rules

@@ -1,13 +1,12 @@
 """A test past its time limit ends its process *and the processes it started*, and says where each thread was.
 
 pytest-timeout's thread method (pytest.ini says why not the signal one) dumps the
-stacks and calls ``os._exit``. Under pytest-xdist that alone can still hold the
-run: a child the test started (a TensorFlow worker waiting on a collective whose
-peer is gone, a Dask worker) keeps the pipes it inherited from the xdist worker
-open, so the controller never reads the worker's end and waits for ever, which is
-how a CI run can sit at 98% with no test failed. So the timer here kills every
-descendant first, then writes every thread's stack, then exits; xdist reports
-the test as failed with its worker crashed and goes on with another worker.
+stacks and calls ``os._exit``, and the processes the test started outlive it: a
+TensorFlow worker waiting on a collective whose peer is gone keeps its CPU and
+ports for the rest of the run (a planted ``sleep`` child was still alive after
+the run ended, 2026-12-07). So the timer here kills every descendant first, then
+writes every thread's stack, then exits; xdist reports the test as failed with
+its worker crashed (and `make test` ends the phase: pytest.ini).
 
 An xdist worker's stderr reaches nobody, so the stacks go to a file in a folder
 the controller made (``HANGS_ENV``), and the controller prints every such file

@@ -57,7 +57,7 @@ def write_host_files(data: ProfData, timestamp: str) -> tuple[list[Path], list[c
         rows = _device_rows(data, device.device_id)
         runs = load_other_runs(device.device_dir, device.info)
         if stacks is not None and len(stacks.times_us):
-            phase = stack_time.phases(stacks.times_us, rows, runs)
+            phase = stack_time.sample_phases(stacks, rows, runs)
             for stack_id, where in zip(stacks.stack_ids.tolist(), phase.tolist()):
                 folded[";".join([f"device_{device.device_id}", where, *map(_frame_text, stacks.frames[stack_id])])] += 1
             events.extend(_stack_events(device.device_id, stacks, phase))

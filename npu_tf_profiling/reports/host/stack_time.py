@@ -3,18 +3,22 @@
 Each stack sample is put in the phase its time falls in, against one model's
 step-trace rows: **between iterations** (a Data Aug Bound window, as ``between``
 splits it: **waiting on input** inside a run that fetches an input batch, **other
-runs** inside any other run, **in the step call** where the host's thread was inside
-the training step's own call, before its first op or after its end, and **host** the
-rest), **in the step call** (FP Start to Iteration End), or outside every iteration.
+runs** inside any other run, **between iterations: in the step call** where the
+thread was inside the training step's own call, before its first op or after its end,
+and **host** the rest), **in the step call** (FP Start to Iteration End), or outside
+every iteration.
 
 A step call's time before its first op is Data Aug Bound, as CANN counts it, but it is not
 the script's Python: a TF2 step whose executor threads were busy with an input pipeline's
-map (no prefetch) spent 99% of its "host" samples there (2026-12-07, benchmarks/advise_cases/
-tf2_no_prefetch.py with with_stack), and its Python between calls took 2 µs. Such a sample
-holds the call hook's frame (``STEP_CALL_FRAME``, around every ``tf.function`` call) and not
-the frame that times a call as another run (``OTHER_RUN_FRAME``); it names the calling
-line, which the user cannot make cheaper, so it is counted apart from the host lines. A sample names the line of the
-script's own code it was on (the innermost frame outside the standard library,
+map (no prefetch) had all 126 of its "host" samples there (2026-12-07, benchmarks/advise_cases/
+tf2_no_prefetch.py with with_stack; the history file no-prefetch-gap.md), and its Python
+between calls took 2 µs. Such a sample holds the call hook's frame (``STEP_CALL_FRAME``,
+around every ``tf.function`` call) and not the frame that times a call as another run
+(``OTHER_RUN_FRAME``); it names the calling line, which the user cannot make cheaper, so
+``sample_phases`` counts it apart from the host lines (the summary, the folded stacks and
+the timeline alike).
+
+A sample names the line of the script's own code it was on (the innermost frame outside the standard library,
 site-packages and this package): that line, not numpy's internals, is what the
 user can change. A line's share is its samples over the host samples between
 iterations; at 100 Hz a share from n samples has a binomial uncertainty of
@@ -95,6 +99,13 @@ def step_call_samples(stacks: HostStacks) -> np.ndarray:
     return np.fromiter((marked.get(int(s), False) for s in stacks.stack_ids), dtype=bool, count=len(stacks.stack_ids))
 
 
+def sample_phases(stacks: HostStacks, rows: pd.DataFrame, runs: Optional[OtherRuns]) -> np.ndarray:
+    """Each sample's phase: ``phases`` of its time, with the host samples inside a step call as ``PHASE_CALL``."""
+    phase = phases(stacks.times_us, rows, runs)
+    phase[(phase == PHASE_HOST) & step_call_samples(stacks)] = PHASE_CALL
+    return phase
+
+
 def line_of(stacks: HostStacks, stack_id: int) -> tuple[str, int, str]:
     """The frame a sample names: the script's innermost frame, else the innermost one."""
     frames = stacks.frames[stack_id]
@@ -114,8 +125,7 @@ def stack_summary(stacks: HostStacks, rows: pd.DataFrame, runs: Optional[OtherRu
     """One model's samples by phase, the lines holding the host time between iterations, and the lines that ran the
     other runs between them (an evaluation's ``sess.run`` line): when other runs fill the gap, those are the lines to
     look at, and the host's own lines may hold no sample at all."""
-    phase = phases(stacks.times_us, rows, runs)
-    phase[(phase == PHASE_HOST) & step_call_samples(stacks)] = PHASE_CALL
+    phase = sample_phases(stacks, rows, runs)
     host, other, call = phase == PHASE_HOST, phase == PHASE_OTHER, phase == PHASE_CALL
     return {"samples": len(phase), "by_phase": {str(k): int(v) for k, v in Counter(phase.tolist()).items()},
             "host_samples": int(host.sum()), "lines": top_lines(stacks, host) if host.any() else [],
@@ -154,9 +164,8 @@ def host_clause(stacks: Optional[dict[str, Any]]) -> str:
         parts.append(f"{100 * share:.0f}% of its samples inside the step call, before its first op or after its end")
     if stacks and stacks["lines"]:
         top = stacks["lines"][0]
-        parts.append(f"top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of "
-                     "its Python samples" if share else
-                     f"top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of its samples")
+        which = "Python samples" if share else "samples"
+        parts.append(f"top line {Path(top['file']).name}:{top['line']} {top['function']}, {100 * top['share']:.0f}% of its {which}")
     return f" ({'; '.join(parts)})" if parts else ""
 
 

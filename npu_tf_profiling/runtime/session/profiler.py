@@ -56,7 +56,6 @@ MAX_DISCOVERY_ATTEMPTS = 8
 
 
 @dataclass
-
 class _GraphState:
     """What one graph's training step is, shared by every profiled session on it."""
 
